@@ -1,0 +1,1 @@
+"""Text layer: raw document text/HTML -> normalized text -> tokens -> weighted features."""
