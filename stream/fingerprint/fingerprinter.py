@@ -1,0 +1,161 @@
+"""Fingerprinter: Document -> Fingerprint (SimHash, content hash, sketch, LSH bands, side MinHash).
+
+Steps: HTML main-content extraction when needed -> normalization -> (a) segmentation + weights ->
+64-bit SimHash (seeds 000/001/002/004), (b) shingle set -> verification sketch and LSH bands,
+(c) exact content hash, (d) side information (list fields) -> sketch for seed 002's MinHash term.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import mmh3
+import numpy as np
+
+from stream.fingerprint.bands import lsh_bands
+from stream.fingerprint.document import Document
+from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
+from stream.fingerprint.schema import FingerprintConfig
+from stream.fingerprint.shingles import shingle_hashes
+from stream.fingerprint.simhash import simhash
+from stream.fingerprint.similarity import SIDE_SPEC
+from stream.fingerprint.sketch import Sketch, SketchSpec, make_sketch
+from stream.text.normalize import normalize
+
+_HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
+
+
+@dataclass(frozen=True, eq=False)
+class Fingerprint:
+    doc_id: str
+    simhash: int
+    content_hash: bytes  # 16 bytes: mmh3 x64 128-bit of the normalized content
+    sketch: Sketch
+    bands: list[tuple[int, int]]
+    schema: str
+    spec: SketchSpec = field(default_factory=SketchSpec)
+    side: Sketch | None = None
+    empty: bool = False
+
+    @property
+    def hex(self) -> str:
+        return f"{self.simhash:016x}"
+
+    def to_bytes(self) -> bytes:
+        flags = int(self.empty) | (2 if self.side is not None else 0)
+        parts = [_HEAD.pack(b"F1", flags, self.simhash, self.content_hash, self.spec.budget, self.spec.bits,
+                            len(self.bands))]
+        parts += [struct.pack("<QQ", v, e) for v, e in self.bands]
+        for text in (self.schema, self.doc_id):
+            raw = text.encode()
+            parts.append(struct.pack("<H", len(raw)) + raw)
+        for sk in (self.sketch, self.side):
+            raw = sk.to_bytes(self.spec if sk is self.sketch else SIDE_SPEC) if sk is not None else b""
+            parts.append(struct.pack("<I", len(raw)) + raw)
+        return b"".join(parts)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Fingerprint:
+        magic, flags, sim, chash, budget, bits, nb = _HEAD.unpack_from(raw)
+        if magic != b"F1":
+            raise ValueError("not a serialized Fingerprint")
+        pos = _HEAD.size
+        bands = [struct.unpack_from("<QQ", raw, pos + 16 * i) for i in range(nb)]
+        pos += 16 * nb
+        texts = []
+        for _ in range(2):
+            (n,) = struct.unpack_from("<H", raw, pos)
+            texts.append(raw[pos + 2 : pos + 2 + n].decode())
+            pos += 2 + n
+        spec = SketchSpec(budget, bits)
+        sketches: list[Sketch | None] = []
+        for sk_spec in (spec, SIDE_SPEC):
+            (n,) = struct.unpack_from("<I", raw, pos)
+            sketches.append(Sketch.from_bytes(raw[pos + 4 : pos + 4 + n], sk_spec) if n else None)
+            pos += 4 + n
+        sketch = sketches[0]
+        assert sketch is not None
+        return cls(doc_id=texts[1], simhash=sim, content_hash=chash, sketch=sketch,
+                   bands=[(int(v), int(e)) for v, e in bands], schema=texts[0], spec=spec,
+                   side=sketches[1], empty=bool(flags & 1))
+
+
+class Fingerprinter:
+    """Turns documents into fingerprints under one ``FingerprintConfig`` (one schema)."""
+
+    def __init__(self, config: FingerprintConfig | None = None, idf: Any = None) -> None:
+        from stream.text.segment import get_segmenter
+
+        self.config = config or FingerprintConfig()
+        self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
+        self.segmenter = get_segmenter(self.config.segmenter)
+        self.idf = idf
+        if idf is None and self.config.weighting in ("tfidf", "tfidf_len"):
+            from stream.text.idf import JiebaIdf
+
+            self.idf = JiebaIdf()
+        self.schema = self.config.schema_id
+
+    # -- text ------------------------------------------------------------------------------
+    def content_of(self, doc: Document) -> tuple[str, str]:
+        """(normalized content, normalized title) after HTML extraction where needed."""
+        from stream.text.html import extract, looks_like_html
+
+        text, title = doc.text, doc.title or ""
+        if text and (doc.content_type or "").startswith("text/html") or (
+                doc.content_type is None and looks_like_html(text)):
+            page = extract(text, backend=self.config.html_backend)
+            text, title = page.text, title or (page.title or "")
+        content = normalize(text)
+        if doc.fields:
+            record = " ".join(f"{k}={v}" for k, v in sorted(doc.fields.items()) if v is not None)
+            content = f"{content} {normalize(record)}".strip()
+        title = normalize(title)
+        return (content or title), title
+
+    def _simhash(self, content: str, title: str, shingles: np.ndarray, doc: Document) -> int:
+        if self.config.simhash_features == "shingles":
+            return simhash(shingles)
+        from stream.text.weights import weigh
+
+        tokens = self.segmenter.cut(content)
+        title_tokens = self.segmenter.cut(title) if title else []
+        weights = weigh(tokens, self.config.weighting, title_tokens=title_tokens, idf=self.idf)
+        if doc.fields:
+            from stream.text.fields import field_features
+
+            weights.update(field_features(doc.fields, self.segmenter))
+        feats = list(weights)
+        hashes = token_hashes(feats)
+        w = np.fromiter(weights.values(), dtype=np.float64, count=len(feats))
+        if len(feats) < self.config.short_text_features:
+            # Short-text safeguard: too few words for a stable SimHash; character 3-grams make one
+            # changed character move only a few of the votes.
+            grams = char_ngram_hashes(content.replace(" ", ""), 3)
+            hashes = np.concatenate([hashes, grams])
+            w = np.concatenate([w, np.ones(len(grams))])
+        return simhash(hashes, w)
+
+    def fingerprint(self, doc: Document) -> Fingerprint:
+        content, title = self.content_of(doc)
+        side = None
+        if doc.side:
+            items = [f"{k}\x1f{v}" for k, vs in doc.side.items() for v in vs]
+            if items:
+                side = make_sketch(np.unique(token_hashes(items)), SIDE_SPEC)
+        if not content:
+            return Fingerprint(doc.id, 0, bytes(16), make_sketch(np.empty(0, np.uint64), self.spec), [],
+                               self.schema, self.spec, side, empty=True)
+        shingles = shingle_hashes(content, self.config.char_n, self.config.word_n)
+        return Fingerprint(
+            doc_id=doc.id,
+            simhash=self._simhash(content, title, shingles, doc),
+            content_hash=mmh3.hash_bytes(content.encode()),
+            sketch=make_sketch(shingles, self.spec),
+            bands=lsh_bands(shingles, self.config.bands, self.config.rows),
+            schema=self.schema,
+            spec=self.spec,
+            side=side,
+        )

@@ -1,0 +1,59 @@
+"""Fingerprint settings and the schema id that pins them.
+
+Every setting that changes a fingerprint is part of the schema. An index directory remembers the
+schema it was built with and refuses a different one (mixing would silently compare apples with
+oranges). Segmenter backends that give identical tokens (jieba, rjieba, jieba_fast with HMM off)
+share a token class, so switching between them keeps fingerprints and the schema compatible;
+the backend's name is still recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from stream.errors import ConfigError
+
+SCHEMA_VERSION = 1
+SIMHASH_FEATURES = ("words", "shingles")
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    segmenter: str = "jieba"  # jieba | rjieba | jieba_fast | auto: same tokens (HMM off)
+    simhash_features: str = "words"  # words: segmented + weighted (seeds 002/004); shingles: binary
+    weighting: str = "tf"  # see stream.text.weights.WEIGHTINGS
+    short_text_features: int = 16  # fewer word features -> add character 3-grams (short-text safeguard)
+    char_n: int = 5  # shingle sizes, as the ground truth defines similarity
+    word_n: int = 3
+    sketch_bytes: int = 512
+    sketch_bits: int = 1
+    bands: int = 16
+    rows: int = 5
+    html_backend: str = "trafilatura"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.simhash_features not in SIMHASH_FEATURES:
+            raise ConfigError(f"simhash_features must be one of {SIMHASH_FEATURES}")
+        if self.sketch_bits not in (1, 2, 4, 8) or self.sketch_bytes < 16:
+            raise ConfigError("sketch_bits must be 1, 2, 4 or 8 and sketch_bytes >= 16")
+        if self.bands < 0 or self.rows < 1:
+            raise ConfigError("bands must be >= 0 and rows >= 1")
+
+    def with_(self, **changes: Any) -> FingerprintConfig:
+        return replace(self, **changes)
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that determines a fingerprint (the segmenter as its token class)."""
+        d = asdict(self)
+        d["segmenter"] = "jieba-precise-nohmm"
+        d["version"] = SCHEMA_VERSION
+        return d
+
+    @property
+    def schema_id(self) -> str:
+        blob = json.dumps(self.describe(), sort_keys=True).encode()
+        return f"v{SCHEMA_VERSION}-{hashlib.sha256(blob).hexdigest()[:12]}"
