@@ -1,0 +1,71 @@
+"""The detector's state for ``dedup scan``: in memory, or a directory kept between runs.
+
+Layout of a state directory: ``index/`` (BlockIndex, RocksDB), ``records/`` (RocksDB: serialized
+fingerprints for verification), ``meta.json`` (schema id, settings, next arrival number). A directory
+built under one fingerprint schema refuses another: fingerprints of different schemas do not compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stream.detect import Detector
+from stream.errors import ConfigError
+from stream.fingerprint import FingerprintConfig, Fingerprinter
+from stream.index import BlockIndex, MemoryStore, RocksStore
+
+
+@dataclass
+class ScanState:
+    fingerprinter: Fingerprinter
+    detector: Detector
+    next_seq: int
+    path: Path | None
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        meta = _meta(self.fingerprinter, self.detector, self.next_seq)
+        tmp = self.path / "meta.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, self.path / "meta.json")
+        self.detector.index.flush() if hasattr(self.detector.index, "flush") else None
+        self.detector.records.flush()
+
+    def close(self) -> None:
+        self.save()
+        self.detector.index.close()
+        self.detector.records.close()
+
+
+def _meta(fp: Fingerprinter, det: Detector, next_seq: int) -> dict[str, Any]:
+    return {"schema": fp.schema, "fingerprint": fp.config.describe(), "k": det.index.k,
+            "threshold": det.threshold, "next_seq": next_seq}
+
+
+def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: float) -> ScanState:
+    fingerprinter = Fingerprinter(config)
+    if path is None:
+        index = BlockIndex(None, k=k, bands=config.bands)
+        return ScanState(fingerprinter, Detector(index, MemoryStore(), threshold), 0, None)
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    next_seq = 0
+    meta_file = root / "meta.json"
+    if meta_file.exists():
+        meta = json.loads(meta_file.read_text())
+        if meta["schema"] != fingerprinter.schema:
+            raise ConfigError(f"state {root} was built with fingerprint schema {meta['schema']}, this run uses "
+                              f"{fingerprinter.schema}: use the same settings or a new --state directory")
+        if meta["k"] != k:
+            raise ConfigError(f"state {root} was built with k={meta['k']}, not k={k}")
+        next_seq = int(meta["next_seq"])
+    index = BlockIndex(str(root / "index"), k=k, bands=config.bands)
+    records = RocksStore(str(root / "records"))
+    state = ScanState(fingerprinter, Detector(index, records, threshold), next_seq, root)
+    state.save()
+    return state

@@ -1,0 +1,43 @@
+"""Helpers shared by the benchmarks: locating the shared corpora, saving JSON and charts."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = "bench-results"
+
+
+def shared_dir() -> Path | None:
+    """../shared next to the checkout (or $DEDUP_SHARED); None when absent (a user's clone)."""
+    env = os.environ.get("DEDUP_SHARED")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    candidates += [p / "shared" for p in (Path.cwd().parent, here.parents[2].parent)]
+    return next((c for c in candidates if (c / "corpora").is_dir()), None)
+
+
+def machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def save_json(out_dir: str, name: str, payload: dict[str, Any]) -> Path:
+    path = Path(out_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    target = path / f"{name}.json"
+    target.write_text(json.dumps({"machine": machine(), **payload}, indent=1, ensure_ascii=False))
+    return target
+
+
+def pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
