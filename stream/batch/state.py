@@ -43,7 +43,7 @@ class ScanState:
 
 
 def _meta(fp: Fingerprinter, det: Detector, next_seq: int) -> dict[str, Any]:
-    return {"schema": fp.schema, "fingerprint": fp.config.describe(), "k": det.index.k,
+    return {"schema": fp.schema, "fingerprint": fp.config.describe(fp.segmenter.settings), "k": det.index.k,
             "threshold": det.threshold, "next_seq": next_seq}
 
 

@@ -249,7 +249,8 @@ def command(track_specs: tuple[str, ...], limit: int | None, k: int, weightings:
         for band, v in rows["default"]["by_length"].items():
             lt.add_row(band, str(v["true_pairs"]), str(v["found"]), _fmt(v["recall"]), _fmt(v["precision"]))
         console.print(lt)
-    target = save_json(out_dir, "accuracy", {"k": k, "config": config.describe(), "results": results})
+    settings = Fingerprinter(config).segmenter.settings
+    target = save_json(out_dir, "accuracy", {"k": k, "config": config.describe(settings), "results": results})
     chart(results, Path(out_dir) / "accuracy.png")
     console.print(f"saved {target} and {Path(out_dir) / 'accuracy.png'}")
 

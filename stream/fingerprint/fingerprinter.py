@@ -96,7 +96,7 @@ class Fingerprinter:
             from stream.text.idf import JiebaIdf
 
             self.idf = JiebaIdf()
-        self.schema = self.config.schema_id
+        self.schema = self.config.schema_id(self.segmenter.settings)
 
     # -- text ------------------------------------------------------------------------------
     def content_of(self, doc: Document) -> tuple[str, str]:
@@ -104,7 +104,7 @@ class Fingerprinter:
         from stream.text.html import extract, looks_like_html
 
         text, title = doc.text, doc.title or ""
-        if text and (doc.content_type or "").startswith("text/html") or (
+        if (text and (doc.content_type or "").startswith("text/html")) or (
                 doc.content_type is None and looks_like_html(text)):
             page = extract(text, backend=self.config.html_backend)
             text, title = page.text, title or (page.title or "")

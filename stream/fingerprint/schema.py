@@ -46,14 +46,13 @@ class FingerprintConfig:
     def with_(self, **changes: Any) -> FingerprintConfig:
         return replace(self, **changes)
 
-    def describe(self) -> dict[str, Any]:
-        """Everything that determines a fingerprint (the segmenter as its token class)."""
+    def describe(self, token_settings: str = "") -> dict[str, Any]:
+        """Everything that determines a fingerprint; the segmenter appears as its token settings."""
         d = asdict(self)
-        d["segmenter"] = "jieba-precise-nohmm"
+        d["segmenter"] = token_settings or self.segmenter
         d["version"] = SCHEMA_VERSION
         return d
 
-    @property
-    def schema_id(self) -> str:
-        blob = json.dumps(self.describe(), sort_keys=True).encode()
+    def schema_id(self, token_settings: str = "") -> str:
+        blob = json.dumps(self.describe(token_settings), sort_keys=True).encode()
         return f"v{SCHEMA_VERSION}-{hashlib.sha256(blob).hexdigest()[:12]}"

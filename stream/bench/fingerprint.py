@@ -1,0 +1,125 @@
+"""``dedup bench fingerprint``: fingerprinting speed on real 3 KB Chinese text, per core.
+
+Each backend and weighting is timed on the same documents, next to its segmenter alone (raw
+``jieba.lcut(HMM=False)`` / ``rjieba.cut(hmm=False)``) in the same run, so the ratio shows what
+everything but segmentation costs. Targets (issue 2): with jieba >= 0.9x the speed of jieba.lcut
+alone; with the fast backend >= 2,000 docs/s per core.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from stream.bench.common import DEFAULT_OUT, pyplot, save_json, shared_dir
+from stream.fingerprint import Document, FingerprintConfig, Fingerprinter
+
+
+def chinese_docs(source: Path | None, size: int, count: int) -> list[str]:
+    """``count`` documents of about ``size`` UTF-8 bytes cut from real Chinese text files."""
+    files = sorted(source.glob("*.txt")) if source and source.is_dir() else ([source] if source else [])
+    text = "".join(f.read_text(encoding="utf-8") for f in files if f.name.lower() != "readme.md")
+    if not text:
+        raise click.ClickException("no Chinese text found: pass --text DIR_OR_FILE (e.g. ../shared/seeds)")
+    docs, pos, chars = [], 0, size // 3  # CJK is 3 bytes per character in UTF-8
+    while len(docs) < count:
+        piece = text[pos : pos + chars]
+        if len(piece) < chars:
+            pos = (pos + 997) % max(1, len(text) - chars)
+            continue
+        docs.append(piece)
+        pos = (pos + chars) % max(1, len(text) - chars)
+    return docs
+
+
+def rate(fn: Callable[[str], Any], docs: list[str], min_seconds: float) -> float:
+    """Documents per second of ``fn`` over ``docs``, repeated for at least ``min_seconds``."""
+    fn(docs[0])
+    done, started = 0, time.perf_counter()
+    while True:
+        for d in docs:
+            fn(d)
+        done += len(docs)
+        elapsed = time.perf_counter() - started
+        if elapsed >= min_seconds:
+            return done / elapsed
+
+
+def raw_segmenters() -> dict[str, Callable[[str], Any]]:
+    out: dict[str, Callable[[str], Any]] = {}
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    out["jieba"] = lambda s: jieba.lcut(s, HMM=False)
+    if importlib.util.find_spec("rjieba"):
+        import rjieba
+
+        out["rjieba"] = lambda s: rjieba.cut(s, hmm=False)
+    if importlib.util.find_spec("jieba_fast"):
+        import jieba_fast
+
+        jieba_fast.setLogLevel(60)
+        jieba_fast.initialize()
+        out["jieba_fast"] = lambda s: jieba_fast.lcut(s, HMM=False)
+    return out
+
+
+@click.command("fingerprint")
+@click.option("--text", "text_path", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Chinese text file or folder of .txt (default: ../shared/seeds).")
+@click.option("--size", type=int, default=3000, show_default=True, help="Document size in UTF-8 bytes.")
+@click.option("--docs", "count", type=int, default=200, show_default=True)
+@click.option("--seconds", type=float, default=2.0, show_default=True, help="Minimum time per measurement.")
+@click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,binary", show_default=True)
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True)
+def command(text_path: Path | None, size: int, count: int, seconds: float, weightings: str, out_dir: str) -> None:
+    """Docs/s and MB/s per core for each segmenter backend and weighting."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(stderr=True)
+    if text_path is None:
+        root = shared_dir()
+        text_path = root / "seeds" if root else None
+    docs = chinese_docs(text_path, size, count)
+    mb = sum(len(d.encode()) for d in docs) / len(docs) / 1e6
+    rows: list[dict[str, Any]] = []
+    for backend, raw in raw_segmenters().items():
+        base = rate(raw, docs, seconds)
+        rows.append({"backend": backend, "variant": "segmenter alone", "docs_s": base, "mb_s": base * mb,
+                     "vs_segmenter": 1.0})
+        variants = [(w, FingerprintConfig(segmenter=backend, weighting=w)) for w in weightings.split(",") if w]
+        variants.append(("shingles", FingerprintConfig(segmenter=backend, simhash_features="shingles")))
+        for name, cfg in variants:
+            fpr = Fingerprinter(cfg)
+            documents = [Document(id=str(i), text=d) for i, d in enumerate(docs)]
+            by_text = {d.text: d for d in documents}
+            r = rate(lambda s, fpr=fpr, by_text=by_text: fpr.fingerprint(by_text[s]), docs, seconds)
+            rows.append({"backend": backend, "variant": name, "docs_s": r, "mb_s": r * mb, "vs_segmenter": r / base})
+            console.print(f"{backend:10} {name:16} {r:8.0f} docs/s  {r / base:.2f}x segmenter alone")
+    table = Table(title=f"fingerprint speed, {size}-byte Chinese documents, one core")
+    for col in ("backend", "variant", "docs/s", "MB/s", "x segmenter alone"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["backend"], r["variant"], f"{r['docs_s']:.0f}", f"{r['mb_s']:.2f}", f"{r['vs_segmenter']:.2f}")
+    console.print(table)
+    target = save_json(out_dir, "fingerprint", {"doc_bytes": size, "docs": count, "rows": rows})
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4))
+    labels = [f"{r['backend']}\n{r['variant']}" for r in rows]
+    ax.bar(range(len(rows)), [r["docs_s"] for r in rows], color=["grey" if r["variant"] == "segmenter alone"
+                                                                 else "tab:blue" for r in rows])
+    ax.set_xticks(range(len(rows)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("documents / s (one core)")
+    ax.set_yscale("log")
+    ax.axhline(2000, color="red", lw=0.6, ls="--")
+    ax.set_title(f"fingerprinting {size}-byte Chinese documents")
+    fig.tight_layout()
+    fig.savefig(Path(out_dir) / "fingerprint.png", dpi=110)
+    console.print(f"saved {target} and {Path(out_dir) / 'fingerprint.png'}")
