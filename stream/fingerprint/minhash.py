@@ -47,12 +47,13 @@ def densify(values: np.ndarray) -> np.ndarray:
     if not empty.any() or empty.all():
         return values
     k = len(values)
-    idx = np.arange(k)
-    pos = np.where(empty, 2 * k, idx)
-    nxt = np.minimum.accumulate(pos[::-1])[::-1]
-    nxt = np.where(nxt >= 2 * k, int(np.argmax(~empty)) + k, nxt)
-    dist = (nxt - idx).astype(U64)
+    full = np.flatnonzero(~empty)
+    holes = np.flatnonzero(empty)
+    # the next non-empty bin to the right of each hole, wrapping around to the first one
+    at = np.searchsorted(full, holes)
+    nxt = np.where(at < len(full), full[np.minimum(at, len(full) - 1)], full[0] + k)
+    dist = (nxt - holes).astype(U64)
     out = values.copy()
     with np.errstate(over="ignore"):
-        out[empty] = fmix64(values[nxt[empty] % k] + dist[empty] * U64(0x9E3779B97F4A7C15))
+        out[holes] = fmix64(values[nxt % k] + dist * U64(0x9E3779B97F4A7C15))
     return out

@@ -60,10 +60,10 @@ class Sketch:
 
 def make_sketch(shingles: np.ndarray, spec: SketchSpec) -> Sketch:
     """Sketch of a sorted unique uint64 shingle-hash array."""
-    h32 = np.unique((shingles >> U64(32)).astype(np.uint32))
+    h32 = (shingles >> U64(32)).astype(np.uint32)
     if len(h32) * 4 <= spec.budget:
-        return Sketch(_KIND_EXACT, h32, len(shingles))
-    return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles))
+        return Sketch(_KIND_EXACT, np.unique(h32), len(shingles))
+    return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles))  # OPH ignores repeats: no unique needed
 
 
 def _bbit(h32: np.ndarray, spec: SketchSpec) -> np.ndarray:
