@@ -1,0 +1,394 @@
+"""``BlockIndex``: a lossless, adaptively re-split SimHash block table (plus MinHash LSH band tables).
+
+Tables 0..k are SimHash block tables (seeds 000/001: k + 1 blocks, pigeonhole), tables k+1..k+bands
+are LSH band tables; all share one store, one read cache and one statistics view (table.py, schemes.py).
+
+Besides the bucket keys (table.py), each document has three small records::
+
+    0xFD doc_id(utf-8)           -> handle(5)                          by id: delete, redelivery
+    0xFC handle(5)               -> fp(8) ts(8) mask bands doc_id      by handle: hits, delete
+    0xFE ts(8, order-preserving) handle(5) -> b""                      by event time: expire
+    0xFF b"config" | b"stats" | b"handle"                              index metadata
+
+A handle is a per-store sequence number; entries carry it (5 bytes) instead of the doc id so that a
+long id is stored twice, not k + 1 + 2 times. Handles are reserved in blocks (one metadata write per
+``HANDLE_BLOCK`` inserts) so that a crash can skip handles but never reuse a live one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Collection, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
+from stream.index.stats import IndexStats, StatsRecorder
+from stream.index.store import KVStore, MemoryStore, RocksStore
+from stream.index.table import HANDLE_LEN, BucketCache, BucketTable, Leaf, SplitPolicy, handle_bytes
+
+HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
+MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
+HANDLE_BLOCK = 4096
+STATS_EVERY = 512  # mutations between stats checkpoints
+FORMAT_VERSION = 1
+DEFAULT_MIN_SPLIT = 64  # chosen by measurement: docs/index.md "Minimum split size"
+_SIGN = 1 << 63
+_ALL = (1 << 64) - 1
+
+
+class IndexHit(NamedTuple):
+    """One indexed document found by a query."""
+
+    doc_id: str
+    distance: int  # Hamming distance between the query fingerprint and the stored one
+    ts: float
+    fingerprint: int
+    via: str  # "simhash" (distance <= k, exact) or "band" (shares an LSH band bucket)
+
+
+class _Record(NamedTuple):
+    fingerprint: int
+    ts: float
+    tables: frozenset[int]
+    bands: tuple[tuple[int, int], ...]
+    doc_id: str
+
+
+def ts_key(ts: float) -> bytes:
+    """8 bytes whose byte order is the numeric order of ``ts`` (IEEE 754 with the sign handled)."""
+    (bits,) = struct.unpack(">Q", struct.pack(">d", ts))
+    return (bits ^ _ALL if bits & _SIGN else bits | _SIGN).to_bytes(8, "big")
+
+
+def ts_from_key(raw: bytes) -> float:
+    bits = int.from_bytes(raw, "big")
+    bits = bits ^ _SIGN if bits & _SIGN else bits ^ _ALL
+    (ts,) = struct.unpack(">d", bits.to_bytes(8, "big"))
+    return float(ts)
+
+
+def doc_key(doc_id: str) -> bytes:
+    # surrogatepass: any Python str is a valid id, even one holding lone surrogates
+    return DOC_NS + doc_id.encode("utf-8", "surrogatepass")
+
+
+class BlockIndex:
+    """Index of (fingerprint, doc id, event time): query returns every entry within Hamming distance k.
+
+    ``path=None`` keeps the index in memory; ``path="DIR"`` persists it in RocksDB (reopening gives
+    the same index). ``split_mu``/``split_cap``/``min_split`` set the re-split rule (seed 002 §2.3,
+    see ``SplitPolicy``); ``resplit=False`` turns splitting off (the benchmark's baseline).
+    ``cache_bytes`` bounds the read cache.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        k: int = 3,
+        *,
+        bands: int = 0,
+        split_mu: float = 2.0,
+        split_cap: int | None = None,
+        min_split: int = DEFAULT_MIN_SPLIT,
+        store: KVStore | None = None,
+        bits: int = 64,
+        resplit: bool = True,
+        cache_bytes: int = 256 << 20,
+        wal: bool = True,
+    ) -> None:
+        if k + 1 + bands > MAX_TABLES:
+            raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
+        if store is None:
+            store = MemoryStore() if path is None else RocksStore(path, wal=wal)
+            self._owns_store = True
+        else:
+            self._owns_store = False
+        self.store: KVStore = store
+        self.k, self.bits, self.bands = k, bits, bands
+        self._check_config()
+        self.policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
+        raw_stats = store.get(META_NS + b"stats")
+        self._stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
+        self.cache = BucketCache(cache_bytes)
+        schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
+        schemes += [LshBand() for _ in range(bands)]
+        self.tables: list[BucketTable] = [
+            BucketTable(t, scheme, store, self.cache, self._stats, self.policy) for t, scheme in enumerate(schemes)
+        ]
+        self._all_tables = frozenset(range(k + 1 + bands))
+        self._mask_len = (len(self.tables) + 7) // 8
+        raw_handle = store.get(META_NS + b"handle")
+        self._next_handle = int.from_bytes(raw_handle, "big") if raw_handle else 0
+        self._reserved = self._next_handle
+        self._dirty = 0
+
+    # -- public API -----------------------------------------------------------------------------
+
+    def insert(
+        self,
+        fingerprint: int,
+        doc_id: str,
+        ts: float = 0.0,
+        bands: Sequence[tuple[int, int]] = (),
+        tables: Collection[int] | None = None,
+    ) -> None:
+        """Index a document. Idempotent for a redelivery; a new fingerprint, ts or bands replaces it.
+
+        Re-inserting the same document with other ``tables`` adds the missing tables.
+        """
+        self._check_fingerprint(fingerprint)
+        if math.isnan(ts):
+            raise ValueError("ts is NaN")
+        band_pairs = tuple((int(v), int(e)) for v, e in bands)
+        used = self._tables_for(tables, band_pairs)
+        raw_handle = self.store.get(doc_key(doc_id))
+        if raw_handle is not None:
+            old = self._record(raw_handle)
+            if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
+                if used <= old.tables:
+                    return
+                self._add(int.from_bytes(raw_handle, "big"), old._replace(tables=old.tables | used), used - old.tables)
+                return
+            self._delete_handle(raw_handle, old)
+        record = _Record(fingerprint, ts, used, band_pairs, doc_id)
+        self._add(self._allocate_handle(), record, used, new=True)
+
+    def query(
+        self,
+        fingerprint: int,
+        bands: Sequence[tuple[int, int]] = (),
+        tables: Collection[int] | None = None,
+    ) -> list[IndexHit]:
+        """Every indexed document within distance k (SimHash tables), plus band-bucket mates.
+
+        Sorted by (distance, doc_id); one hit per document, ``via="simhash"`` when both kinds found it.
+        """
+        self._check_fingerprint(fingerprint)
+        band_pairs = tuple((int(v), int(e)) for v, e in bands)
+        used = self._tables_for(tables, band_pairs)
+        simhash_fps: list[np.ndarray] = []
+        simhash_handles: list[np.ndarray] = []
+        band_fps: list[np.ndarray] = []
+        band_handles: list[np.ndarray] = []
+        for t in sorted(used):
+            table = self.tables[t]
+            is_simhash = t <= self.k
+            fps_out, handles_out = (simhash_fps, simhash_handles) if is_simhash else (band_fps, band_handles)
+            for leaf in table.leaves(self._source(t, fingerprint, band_pairs)):
+                if leaf.bucket.handles:
+                    fps_out.append(np.frombuffer(leaf.bucket.fps, dtype=np.uint64))
+                    handles_out.append(np.frombuffer(leaf.bucket.handles, dtype=np.uint64))
+        query_fp = np.uint64(fingerprint)
+        found: dict[int, tuple[int, str]] = {}  # handle -> (distance, via)
+        for fps_list, handles_list, kind in (
+            (band_fps, band_handles, "band"),
+            (simhash_fps, simhash_handles, "simhash"),  # second: its via wins for documents found twice
+        ):
+            if not fps_list:
+                if kind == "simhash" or band_pairs:
+                    self._stats.candidates[kind].add(0)
+                continue
+            fps = np.concatenate(fps_list) if len(fps_list) > 1 else fps_list[0]
+            handles = np.concatenate(handles_list) if len(handles_list) > 1 else handles_list[0]
+            self._stats.candidates[kind].add(len(fps))
+            distances = np.bitwise_count(fps ^ query_fp)
+            if kind == "simhash":
+                keep = np.flatnonzero(distances <= self.k)
+                distances, handles = distances[keep], handles[keep]
+            for handle, distance in zip(handles.tolist(), distances.tolist(), strict=True):
+                found[handle] = (distance, kind)
+        if not found:
+            return []
+        handles_sorted = list(found)
+        raw = self.store.multi_get([HANDLE_NS + handle_bytes(h) for h in handles_sorted])
+        hits = []
+        for handle, value in zip(handles_sorted, raw, strict=True):
+            if value is None:  # cannot happen unless the store was edited behind the index
+                continue
+            record = self._decode_record(value)
+            distance, via = found[handle]
+            hits.append(IndexHit(record.doc_id, distance, record.ts, record.fingerprint, via))
+        hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
+        return hits
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document from every table; False if it was not indexed."""
+        raw_handle = self.store.get(doc_key(doc_id))
+        if raw_handle is None:
+            return False
+        record = self._record(raw_handle)
+        if record is None:  # half-written document (store edited behind the index): drop the id
+            self.store.delete(doc_key(doc_id))
+            return True
+        self._delete_handle(raw_handle, record)
+        return True
+
+    def expire(self, before_ts: float) -> int:
+        """Delete every document with ts < ``before_ts``; returns how many."""
+        bound = ts_key(before_ts)
+        removed = 0
+        while True:
+            chunk: list[bytes] = []
+            for key, _ in self.store.scan_prefix(EXPIRY_NS):
+                if key[1:9] >= bound or len(chunk) >= 1024:
+                    break
+                chunk.append(key[9:])
+            if not chunk:
+                return removed
+            for raw_handle in chunk:
+                self._delete_handle(raw_handle, self._record(raw_handle))
+            removed += len(chunk)
+
+    def stats(self) -> IndexStats:
+        return self._stats.snapshot(len(self.cache), self.cache.hits, self.cache.misses)
+
+    def routing_keys(self, fingerprint: int, bands: Sequence[tuple[int, int]] = ()) -> list[tuple[int, bytes]]:
+        """(table id, key prefix of its top-level bucket) per table: the unit of state sharding.
+
+        Every key of that bucket and of its split descendants starts with the prefix.
+        """
+        self._check_fingerprint(fingerprint)
+        band_pairs = tuple((int(v), int(e)) for v, e in bands)
+        used = self._tables_for(None, band_pairs)
+        return [(t, self.tables[t].routing_key(self._source(t, fingerprint, band_pairs))) for t in sorted(used)]
+
+    def flush(self) -> None:
+        self._checkpoint()
+        self.store.flush()
+
+    def close(self) -> None:
+        """Persist statistics and flush; closes the store if the index opened it."""
+        self._checkpoint()
+        if self._owns_store:
+            self.store.close()
+        else:
+            self.store.flush()
+        self.cache.clear()
+
+    def __len__(self) -> int:
+        return self._stats.documents
+
+    def __enter__(self) -> BlockIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _check_config(self) -> None:
+        config = {"version": FORMAT_VERSION, "k": self.k, "bits": self.bits, "bands": self.bands}
+        raw = self.store.get(META_NS + b"config")
+        if raw is None:
+            self.store.put(META_NS + b"config", json.dumps(config).encode())
+        elif json.loads(raw) != config:
+            raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
+
+    def _check_fingerprint(self, fingerprint: int) -> None:
+        if not 0 <= fingerprint < (1 << self.bits):
+            raise ValueError(f"fingerprint must be an unsigned {self.bits}-bit int")
+
+    def _tables_for(self, tables: Collection[int] | None, bands: tuple[tuple[int, int], ...]) -> frozenset[int]:
+        if bands and len(bands) != self.bands:
+            raise ValueError(f"expected {self.bands} bands, got {len(bands)}")
+        # Band tables take part only when the document has bands (an empty document has none).
+        available = self._all_tables if bands else frozenset(range(self.k + 1))
+        if tables is None:
+            return available
+        chosen = frozenset(tables)
+        if not chosen <= self._all_tables:
+            raise ValueError(f"unknown table ids {sorted(chosen - self._all_tables)}")
+        return chosen & available
+
+    def _source(self, t: int, fingerprint: int, bands: tuple[tuple[int, int], ...]) -> Source:
+        return (fingerprint, 0) if t <= self.k else bands[t - self.k - 1]
+
+    def _allocate_handle(self) -> int:
+        handle = self._next_handle
+        self._next_handle += 1
+        return handle
+
+    def _add(self, handle: int, record: _Record, tables: frozenset[int], new: bool = False) -> None:
+        """Write the document's records and its entries in ``tables``, then re-split hot leaves."""
+        hb = handle_bytes(handle)
+        puts: list[tuple[bytes, bytes]] = [(HANDLE_NS + hb, self._encode_record(record))]
+        if new:
+            puts.append((doc_key(record.doc_id), hb))
+            puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
+            self._stats.documents += 1
+        if self._next_handle > self._reserved:
+            self._reserved = self._next_handle + HANDLE_BLOCK
+            puts.append((META_NS + b"handle", self._reserved.to_bytes(8, "big")))
+        touched: list[tuple[BucketTable, list[Leaf], Source]] = []
+        for t in sorted(tables):
+            table = self.tables[t]
+            source = self._source(t, record.fingerprint, record.bands)
+            leaves = table.leaves(source)
+            puts.extend(table.entry_puts(leaves, hb, table.scheme.payload(record.fingerprint, source)))
+            touched.append((table, leaves, source))
+        self.store.write_batch(puts)
+        for table, leaves, _ in touched:
+            table.added(leaves, handle, record.fingerprint)
+        for table, leaves, source in touched:
+            for leaf in leaves:
+                table.maybe_split(leaf, source)
+        self._mutated()
+
+    def _delete_handle(self, raw_handle: bytes, record: _Record | None) -> None:
+        deletes = [HANDLE_NS + raw_handle]
+        handle = int.from_bytes(raw_handle, "big")
+        touched = []
+        if record is not None:
+            deletes.append(doc_key(record.doc_id))
+            deletes.append(EXPIRY_NS + ts_key(record.ts) + raw_handle)
+            for t in sorted(record.tables):
+                table = self.tables[t]
+                leaves = table.leaves(self._source(t, record.fingerprint, record.bands))
+                deletes.extend(leaf.key + b"e" + raw_handle for leaf in leaves)
+                touched.append((table, leaves))
+        self.store.write_batch((), deletes)
+        for table, leaves in touched:
+            table.removed(leaves, handle)
+        if record is not None:
+            self._stats.documents -= 1
+        self._mutated()
+
+    def _record(self, raw_handle: bytes) -> _Record | None:
+        value = self.store.get(HANDLE_NS + raw_handle)
+        return None if value is None else self._decode_record(value)
+
+    def _encode_record(self, record: _Record) -> bytes:
+        mask = sum(1 << t for t in record.tables).to_bytes(self._mask_len, "little")
+        bands = b"".join(v.to_bytes(8, "big") + e.to_bytes(8, "big") for v, e in record.bands)
+        head = struct.pack(">QdB", record.fingerprint, record.ts, len(record.bands))
+        return head + mask + bands + record.doc_id.encode("utf-8", "surrogatepass")
+
+    def _decode_record(self, value: bytes) -> _Record:
+        fingerprint, ts, nbands = struct.unpack_from(">QdB", value)
+        pos = 17
+        mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
+        pos += self._mask_len
+        bands = tuple(
+            (int.from_bytes(value[p : p + 8], "big"), int.from_bytes(value[p + 8 : p + 16], "big"))
+            for p in range(pos, pos + 16 * nbands, 16)
+        )
+        pos += 16 * nbands
+        tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
+        return _Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"))
+
+    def _mutated(self) -> None:
+        self._dirty += 1
+        if self._dirty >= STATS_EVERY:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        self.store.put(META_NS + b"stats", self._stats.to_json())
+        self.store.put(META_NS + b"handle", max(self._reserved, self._next_handle).to_bytes(8, "big"))
+        self._dirty = 0
+
+
+__all__ = ["HANDLE_LEN", "BlockIndex", "IndexHit"]

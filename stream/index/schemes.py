@@ -1,0 +1,179 @@
+"""How a document's block keys are computed: the only part of the block table that differs per table kind.
+
+A *scheme* turns a document's key source into
+- a top-level block value (the bucket of table t; ``bytes([t]) + top`` is the routing prefix),
+- for a split bucket, the sub-keys the entry moves to (``groups`` of them, one per group j),
+- a compact per-entry payload from which the fingerprint (and the source, for later splits) comes back.
+
+Two kinds live in one block table:
+
+``SimhashBlocks`` (seeds 000/001): the f-bit fingerprint is cut into k + 1 blocks of near-equal width;
+by the pigeonhole principle two fingerprints within Hamming distance k agree exactly on at least one
+block, so looking up the query's block in each of the k + 1 tables finds every neighbour (lossless).
+Re-splitting (seed 002 §2.3): a hot bucket's entries are keyed again by the bits that remain once the
+bucket's own bits are removed, cut into k + 1 sub-blocks (48 -> 4 x 12 bits for f = 64, k = 3). A
+neighbour that matches the bucket's bits still differs in at most k of the remaining bits, so it
+matches one sub-block exactly: every entry goes to all k + 1 sub-buckets (one per sub-block) and a
+query descends into the k + 1 sub-buckets of its own sub-blocks; the split stays lossless. It recurses
+while at least k + 1 bits remain (each sub-block needs one bit).
+
+``LshBand`` (MinHash LSH, from the fingerprinting layer): the band value is the bucket key. A hot band
+bucket re-splits "by adding rows": level L's sub-key is the L-th 16-bit MinHash row of the band's
+``extension`` (4 rows). This is LOSSY by design: two documents that collide on the band but differ on
+the added row are no longer candidates of each other (exactly as if the band had r + L rows, which is
+the point: a hot band bucket means the band was too loose for this data).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Protocol
+
+import numpy as np
+
+# Descent state below a bucket: (remaining value, remaining bits) for SimHash, (extension, level) for bands.
+State = tuple[int, int]
+# A document's key source in one table: (fingerprint, 0) for SimHash, (band value, extension) for bands.
+Source = tuple[int, int]
+
+U64 = np.uint64
+
+
+@cache
+def near_equal_widths(total: int, parts: int) -> tuple[int, ...]:
+    """Widths of ``parts`` contiguous blocks covering ``total`` bits; the first ``total % parts`` get one more."""
+    base, extra = divmod(total, parts)
+    return tuple(base + 1 if i < extra else base for i in range(parts))
+
+
+@cache
+def _group_layout(total: int, parts: int) -> tuple[tuple[int, int], ...]:
+    """(low bit, width) of each block, block 0 being the most significant."""
+    layout = []
+    high = total
+    for width in near_equal_widths(total, parts):
+        high -= width
+        layout.append((high, width))
+    return tuple(layout)
+
+
+def remove_bits(value: int, low: int, width: int) -> int:
+    """``value`` with bits [low, low + width) cut out and the bits above shifted down."""
+    return ((value >> (low + width)) << low) | (value & ((1 << low) - 1))
+
+
+class BlockScheme(Protocol):
+    """What the generic bucket/split machinery (table.py) needs from a table kind."""
+
+    kind: str  # "simhash" or "band": the name used in stats and in IndexHit.via
+    top_len: int  # bytes of the top-level block value in keys
+
+    def top(self, source: Source) -> bytes: ...
+
+    def root_state(self, source: Source) -> State: ...
+
+    def groups(self, state: State) -> int:
+        """How many sub-key groups a split of a bucket at this state makes (0: cannot split)."""
+        ...
+
+    def child(self, state: State, group: int) -> tuple[bytes, State]:
+        """Sub-key value bytes of ``group`` and the state below it."""
+        ...
+
+    def payload(self, fingerprint: int, source: Source) -> bytes: ...
+
+    def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        """Fingerprints (uint64) of entries stored under top-level value ``top``."""
+        ...
+
+    def source_of(self, top: bytes, payload: bytes) -> Source: ...
+
+
+class SimhashBlocks:
+    """Table ``block`` of the k + 1 pigeonhole block tables over ``bits``-bit fingerprints (see module doc).
+
+    Entries store the fingerprint minus the table's own block (6 bytes for 64/16): the block is in the key.
+    """
+
+    kind = "simhash"
+
+    def __init__(self, bits: int, k: int, block: int) -> None:
+        if not 0 <= k < bits or bits > 64:
+            raise ValueError(f"need 0 <= k < bits <= 64, got k={k}, bits={bits}")
+        self.bits, self.k, self.block = bits, k, block
+        self.low, self.width = _group_layout(bits, k + 1)[block]
+        self.top_len = (self.width + 7) // 8
+        self.rest_bits = bits - self.width
+        self.payload_len = (self.rest_bits + 7) // 8
+
+    def top(self, source: Source) -> bytes:
+        return ((source[0] >> self.low) & ((1 << self.width) - 1)).to_bytes(self.top_len, "big")
+
+    def root_state(self, source: Source) -> State:
+        return remove_bits(source[0], self.low, self.width), self.rest_bits
+
+    def groups(self, state: State) -> int:
+        # Pigeonhole needs k + 1 non-empty sub-blocks.
+        return self.k + 1 if state[1] >= self.k + 1 else 0
+
+    def child(self, state: State, group: int) -> tuple[bytes, State]:
+        rest, nbits = state
+        low, width = _group_layout(nbits, self.k + 1)[group]
+        value = (rest >> low) & ((1 << width) - 1)
+        return value.to_bytes((width + 7) // 8, "big"), (remove_bits(rest, low, width), nbits - width)
+
+    def payload(self, fingerprint: int, source: Source) -> bytes:
+        return remove_bits(fingerprint, self.low, self.width).to_bytes(self.payload_len, "big")
+
+    def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        if not payloads:
+            return np.zeros(0, dtype=U64)
+        pad = b"\x00" * (8 - self.payload_len)
+        rest = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
+        low, width = self.low, self.width
+        block = U64(int.from_bytes(top, "big") << low)
+        below = rest & U64((1 << low) - 1)
+        if low + width >= 64:  # numpy shifts by >= 64 are undefined; nothing lies above the top block
+            return block | below
+        return ((rest >> U64(low)) << U64(low + width)) | block | below
+
+    def source_of(self, top: bytes, payload: bytes) -> Source:
+        rest = int.from_bytes(payload, "big")
+        low = self.low
+        fingerprint = ((rest >> low) << (low + self.width)) | (int.from_bytes(top, "big") << low)
+        return fingerprint | (rest & ((1 << low) - 1)), 0
+
+
+class LshBand:
+    """One MinHash LSH band table: key = band value; re-split by the extension's 16-bit rows (lossy)."""
+
+    kind = "band"
+    top_len = 8
+    ROWS = 4  # extension rows available for re-splitting (stream.fingerprint.bands.EXTENSION_ROWS)
+    ROW_BITS = 16
+    payload_len = 16  # fingerprint (for .distance) + extension (for later splits)
+
+    def top(self, source: Source) -> bytes:
+        return source[0].to_bytes(8, "big")
+
+    def root_state(self, source: Source) -> State:
+        return source[1], 0
+
+    def groups(self, state: State) -> int:
+        return 1 if state[1] < self.ROWS else 0
+
+    def child(self, state: State, group: int) -> tuple[bytes, State]:
+        extension, level = state
+        row = (extension >> (self.ROW_BITS * level)) & ((1 << self.ROW_BITS) - 1)
+        return row.to_bytes(2, "big"), (extension, level + 1)
+
+    def payload(self, fingerprint: int, source: Source) -> bytes:
+        return fingerprint.to_bytes(8, "big") + source[1].to_bytes(8, "big")
+
+    def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        if not payloads:
+            return np.zeros(0, dtype=U64)
+        return np.frombuffer(b"".join(p[:8] for p in payloads), dtype=">u8").astype(U64)
+
+    def source_of(self, top: bytes, payload: bytes) -> Source:
+        return int.from_bytes(top, "big"), int.from_bytes(payload[8:16], "big")

@@ -1,0 +1,326 @@
+"""Generic bucket / split machinery of the block table, and its in-memory read cache.
+
+Key layout (all keys of a bucket and of its split descendants start with the bucket's routing prefix
+``bytes([table]) + top``, so a bucket and its descendants live in one state partition)::
+
+    node  := table(1) top(scheme.top_len)          top-level bucket
+           | node b"x" group(1) value(var)          sub-bucket after a split (seed 002 §2.3)
+    node b"e" handle(5)  -> scheme payload          one key per entry (small writes: one changelog
+                                                    message per entry, never a whole bucket)
+    node b"s"            -> b""                     split marker: the bucket's entries moved below it
+
+After a component the next byte is always a tag (e / s / x) and every component has a width fixed by
+the path, so keys of distinct nodes never collide. Entries live only in leaves; an entry of source S
+sits exactly in the leaves reached by descending S through the current split structure, so deleting
+a document needs no list of its keys: descending again finds them.
+
+Reads go through ``BucketCache``: per leaf, packed fingerprints and handles (``array('Q')``, viewed as
+numpy at query time), bounded by an estimate of their memory, LRU; a miss is rebuilt from one prefix
+scan. Writes go to the store first and then update the cached leaf in place. See docs/index.md for
+the measurements behind this layout.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from stream.index.schemes import BlockScheme, Source, State
+from stream.index.stats import StatsRecorder
+from stream.index.store import KVStore
+
+HANDLE_LEN = 5  # bytes: 2^40 documents per state partition before handles wrap
+ENTRY_TAG, SPLIT_TAG, CHILD_TAG = b"e", b"s", b"x"
+
+
+def handle_bytes(handle: int) -> bytes:
+    return handle.to_bytes(HANDLE_LEN, "big")
+
+
+class Bucket:
+    """A cached node: either split (no entries of its own) or a leaf with its entries' fingerprints."""
+
+    __slots__ = ("fps", "handles", "refused_at", "split")
+
+    def __init__(self, split: bool = False) -> None:
+        self.split = split
+        self.fps = array("Q")
+        self.handles = array("Q")
+        # size at which a split was refused (see SplitPolicy.gain); retried once the size doubles
+        self.refused_at = 0
+
+    def __len__(self) -> int:
+        return len(self.handles)
+
+    def append(self, handle: int, fingerprint: int) -> None:
+        self.handles.append(handle)
+        self.fps.append(fingerprint)
+
+    def remove(self, handle: int) -> bool:
+        try:
+            i = self.handles.index(handle)
+        except ValueError:
+            return False
+        del self.handles[i]
+        del self.fps[i]
+        return True
+
+
+class BucketCache:
+    """LRU of ``Bucket`` by node key, bounded by an estimate of its memory in bytes.
+
+    Estimate per bucket: ~320 bytes of Python objects (two arrays, the Bucket, the dict slot, the key)
+    plus 16 bytes per entry; entry counts are re-read when a bucket is touched, so growth is tracked.
+    """
+
+    BUCKET_BYTES = 320
+    ENTRY_BYTES = 16
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._buckets: OrderedDict[bytes, Bucket] = OrderedDict()
+        self._sizes: dict[bytes, int] = {}
+        self._bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def get(self, key: bytes) -> Bucket | None:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._buckets.move_to_end(key)
+        return bucket
+
+    def put(self, key: bytes, bucket: Bucket) -> None:
+        self._forget(key)
+        self._buckets[key] = bucket
+        self._account(key, bucket)
+        self._evict()
+
+    def touch(self, key: bytes, bucket: Bucket) -> None:
+        """Re-account a cached bucket whose size changed."""
+        if key in self._sizes:
+            self._bytes -= self._sizes[key]
+            self._account(key, bucket)
+            self._evict()
+
+    def clear(self) -> None:
+        self._buckets.clear()
+        self._sizes.clear()
+        self._bytes = 0
+
+    def _account(self, key: bytes, bucket: Bucket) -> None:
+        size = self.BUCKET_BYTES + self.ENTRY_BYTES * len(bucket)
+        self._sizes[key] = size
+        self._bytes += size
+
+    def _forget(self, key: bytes) -> None:
+        if self._buckets.pop(key, None) is not None:
+            self._bytes -= self._sizes.pop(key)
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and len(self._buckets) > 1:
+            key, _ = self._buckets.popitem(last=False)
+            self._bytes -= self._sizes.pop(key)
+
+
+@dataclass(frozen=True)
+class SplitPolicy:
+    """When a leaf re-splits (seed 002 §2.3, plus two guards of ours).
+
+    split if size >= min_split and (size > (1 + mu) x mean size of its level, or size > cap)
+    and the split pays: the expected candidates of a query drawn from the bucket's own entries,
+    sum over sub-buckets of size^2 / size, is at most ``gain`` x size. Without that last guard a
+    cluster of identical fingerprints (templated or empty documents) would be copied into every
+    sub-bucket at every level, (k + 1)^levels times, without ever getting smaller.
+    """
+
+    mu: float = 2.0
+    cap: int | None = None
+    min_split: int = 64
+    enabled: bool = True
+    gain: float = 0.5
+
+    def wants(self, size: int, level_mean: float) -> bool:
+        if not self.enabled or size < self.min_split:
+            return False
+        return size > (1.0 + self.mu) * level_mean or (self.cap is not None and size > self.cap)
+
+
+@dataclass
+class Leaf:
+    """A leaf reached by a descent: its key, cached bucket, path of groups and the descent state."""
+
+    key: bytes
+    bucket: Bucket
+    path: tuple[int, ...]
+    state: State | None  # None until needed (computing it costs; most leaves are never split)
+
+
+# sub-bucket key -> (its new leaf, [(handle bytes, payload, fingerprint)])
+Children = dict[bytes, tuple[Leaf, list[tuple[bytes, bytes, int]]]]
+
+
+class BucketTable:
+    """One table of the block index (SimHash block t, or one LSH band) over a shared store and cache."""
+
+    def __init__(
+        self,
+        table_id: int,
+        scheme: BlockScheme,
+        store: KVStore,
+        cache: BucketCache,
+        stats: StatsRecorder,
+        policy: SplitPolicy,
+    ) -> None:
+        self.table_id = table_id
+        self.scheme = scheme
+        self.kind = scheme.kind
+        self.store = store
+        self.cache = cache
+        self.stats = stats
+        self.policy = policy
+        self._prefix = bytes([table_id])
+
+    def routing_key(self, source: Source) -> bytes:
+        return self._prefix + self.scheme.top(source)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def bucket(self, key: bytes) -> Bucket:
+        bucket = self.cache.get(key)
+        if bucket is None:
+            bucket = self._load(key)
+            self.cache.put(key, bucket)
+        return bucket
+
+    def _load(self, key: bytes) -> Bucket:
+        bucket = Bucket()
+        payloads = []
+        handles = bucket.handles
+        for entry_key, payload in self.store.scan_prefix(key + ENTRY_TAG):
+            handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
+            payloads.append(payload)
+        if payloads:
+            top = key[1 : 1 + self.scheme.top_len]
+            bucket.fps = array("Q", self.scheme.decode(top, payloads).tobytes())
+        else:
+            # Split buckets hold no entries, so only an empty scan needs the marker lookup.
+            bucket.split = self.store.get(key + SPLIT_TAG) is not None
+        return bucket
+
+    def leaves(self, source: Source) -> list[Leaf]:
+        """Every leaf that ``source`` reaches (one if nothing is split; k + 1 per split SimHash level)."""
+        root = self.routing_key(source)
+        bucket = self.bucket(root)
+        if not bucket.split:
+            return [Leaf(root, bucket, (), None)]
+        out: list[Leaf] = []
+        stack: list[tuple[bytes, Bucket, tuple[int, ...], State]] = [
+            (root, bucket, (), self.scheme.root_state(source))
+        ]
+        while stack:
+            key, bucket, path, state = stack.pop()
+            if not bucket.split:
+                out.append(Leaf(key, bucket, path, state))
+                continue
+            for group in range(self.scheme.groups(state)):
+                value, child_state = self.scheme.child(state, group)
+                child = key + CHILD_TAG + bytes([group]) + value
+                stack.append((child, self.bucket(child), (*path, group), child_state))
+        return out
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def entry_puts(self, leaves: list[Leaf], handle: bytes, payload: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for leaf in leaves:
+            yield leaf.key + ENTRY_TAG + handle, payload
+
+    def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> None:
+        """Mirror entries just written to the store into the cached leaves and the stats."""
+        for leaf in leaves:
+            size = len(leaf.bucket)
+            leaf.bucket.append(handle, fingerprint)
+            self.cache.touch(leaf.key, leaf.bucket)
+            self.stats.resize(self.kind, len(leaf.path), size, size + 1)
+
+    def removed(self, leaves: list[Leaf], handle: int) -> None:
+        for leaf in leaves:
+            size = len(leaf.bucket)
+            if leaf.bucket.remove(handle):
+                self.cache.touch(leaf.key, leaf.bucket)
+                self.stats.resize(self.kind, len(leaf.path), size, size - 1)
+
+    def maybe_split(self, leaf: Leaf, source: Source) -> int:
+        """Split ``leaf`` (and, recursively, its children) if the policy says so; returns splits made."""
+        bucket, level = leaf.bucket, len(leaf.path)
+        size = len(bucket)
+        if not self.policy.wants(size, self.stats.level_mean(self.kind, level)):
+            return 0
+        if bucket.refused_at and size < 2 * bucket.refused_at:
+            return 0
+        state = leaf.state if leaf.state is not None else self._state_at(source, leaf.path)
+        groups = self.scheme.groups(state)
+        if groups == 0:
+            return 0
+        entry_keys, children = self._partition(leaf, groups)
+        size = len(entry_keys)
+        expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
+        if expected > self.policy.gain * size:
+            bucket.refused_at = size
+            self.stats.refused[self.kind] += 1
+            return 0
+        self._write_split(leaf, entry_keys, children)
+        splits = 1
+        for child_leaf, _ in children.values():
+            splits += self.maybe_split(child_leaf, source)
+        return splits
+
+    def _state_at(self, source: Source, path: tuple[int, ...]) -> State:
+        state = self.scheme.root_state(source)
+        for group in path:
+            state = self.scheme.child(state, group)[1]
+        return state
+
+    def _partition(self, leaf: Leaf, groups: int) -> tuple[list[bytes], Children]:
+        """Read the leaf's entries from the store and assign each to its sub-bucket in every group."""
+        scheme = self.scheme
+        top = leaf.key[1 : 1 + scheme.top_len]
+        children: Children = {}
+        entries = list(self.store.scan_prefix(leaf.key + ENTRY_TAG))
+        fps = scheme.decode(top, [payload for _, payload in entries]).tolist()
+        for (entry_key, payload), fingerprint in zip(entries, fps, strict=True):
+            handle = entry_key[-HANDLE_LEN:]
+            state = self._state_at(scheme.source_of(top, payload), leaf.path)
+            for group in range(groups):
+                value, child_state = scheme.child(state, group)
+                child_key = leaf.key + CHILD_TAG + bytes([group]) + value
+                if child_key not in children:
+                    children[child_key] = (Leaf(child_key, Bucket(), (*leaf.path, group), child_state), [])
+                children[child_key][1].append((handle, payload, fingerprint))
+        return [entry_key for entry_key, _ in entries], children
+        return children
+
+    def _write_split(self, leaf: Leaf, deletes: list[bytes], children: Children) -> None:
+        puts = [(leaf.key + SPLIT_TAG, b"")]
+        for child_key, (child_leaf, entries) in children.items():
+            for handle, payload, fingerprint in entries:
+                puts.append((child_key + ENTRY_TAG + handle, payload))
+                child_leaf.bucket.append(int.from_bytes(handle, "big"), fingerprint)
+        self.store.write_batch(puts, deletes)
+        level = len(leaf.path)
+        self.stats.resize(self.kind, level, len(deletes), 0)
+        self.stats.splits[self.kind] += 1
+        split_bucket = Bucket(split=True)
+        self.cache.put(leaf.key, split_bucket)
+        leaf.bucket = split_bucket
+        for child_key, (child_leaf, _) in children.items():
+            self.stats.resize(self.kind, level + 1, 0, len(child_leaf.bucket))
+            self.cache.put(child_key, child_leaf.bucket)
