@@ -1,0 +1,258 @@
+"""Web pages: main content and title out of raw HTML, site template left out.
+
+Backends (docs/text.md has the measurements on the pages of tests/fixtures/html_pages.py):
+- ``trafilatura`` (default): removes navigation, sidebars of other headlines, footers, ads, counters,
+  comments (comments are not the article). Tuned for CJK: its minimum extraction size is lowered
+  so that short Chinese articles are not replaced by its whole-page fallback (see below).
+- ``resiliparse``: ~10-20x faster, ``main_content=True`` heuristics; keeps more page furniture.
+- ``strip``: stdlib ``html.parser`` tag stripping, script/style/noscript/template dropped; the fallback
+  when an extractor returns nothing (and a backend of its own for tests and benchmarks).
+
+The returned text keeps paragraph breaks as newlines; callers normalize it (``normalize``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from html.parser import HTMLParser
+from typing import Any
+
+EXTRACTORS = ("trafilatura", "resiliparse", "strip")
+
+# An HTML document or fragment: a doctype, a comment, or a well-known tag near the start, or at least
+# two tags that close (so "a < b and c > d" in plain text is not HTML).
+_HTML_START = re.compile(
+    r"\A\s*(?:<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]|<!--|<\?xml)", re.IGNORECASE
+)
+_HTML_TAG = re.compile(
+    r"<(?:p|div|span|a|br|table|tr|td|li|ul|ol|h[1-6]|article|section|script|style|meta|title|img)"
+    r"(?:\s[^<>]*)?/?>",
+    re.IGNORECASE,
+)
+_CLOSING_TAG = re.compile(r"</[a-z][a-z0-9]*\s*>", re.IGNORECASE)
+_SPACES = re.compile(r"[ \t\r\f\v]+")
+# Page furniture that extractors keep inside the article block: publication timestamps with a time
+# of day (a date alone may be content: "2024-06-01 起实施") and view/comment counters. Removed so two
+# crawls of one page, or one article on two sites, do not differ by them.
+_TIMESTAMP = re.compile(
+    r"(?:(?:发布|发表|更新|编辑)?时间|发表于|published|posted|updated|last modified)?\s*[:：]?\s*"
+    r"\d{4}[-/.年]\d{1,2}[-/.月]\d{1,2}日?\s*\d{1,2}:\d{2}(?::\d{2})?",
+    re.IGNORECASE,
+)
+_COUNTER = re.compile(
+    r"(?:阅读|浏览|点击|访问|围观|评论|回复|点赞)(?:量|数|次数)?\s*[:：]?\s*\d[\d,]*\s*次?"
+    r"|\d[\d,]*\s*(?:次阅读|人阅读|次浏览|人浏览|条评论|人围观)"
+    r"|\b\d[\d,]*\s+(?:views|reads|comments|replies|likes)\b",
+    re.IGNORECASE,
+)
+_HAS_WORD = re.compile(r"[^\W_]")
+_TABLE_EDGE = re.compile(r"^[|\s]+|[|\s]+$", re.MULTILINE)
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+
+
+@dataclass(frozen=True)
+class ExtractedPage:
+    title: str | None
+    text: str
+    method: str  # "trafilatura" | "resiliparse" | "strip"
+
+
+def looks_like_html(text: str) -> bool:
+    """True when ``text`` is (very probably) HTML rather than plain text that mentions a tag."""
+    head = text[:2048]
+    if _HTML_START.search(head):
+        return True
+    return len(_HTML_TAG.findall(head)) >= 2 and _CLOSING_TAG.search(head) is not None
+
+
+def _tidy(text: str) -> str:
+    """Collapse runs of spaces, keep one newline between paragraphs, strip."""
+    lines = (_SPACES.sub(" ", line).strip() for line in text.splitlines())
+    return _BLANK_LINES.sub("\n", "\n".join(line for line in lines if line)).strip()
+
+
+class _TagStripper(HTMLParser):
+    """Text of an HTML page without script/style/noscript/template content; block tags -> newlines."""
+
+    _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
+    _BLOCK = frozenset({
+        "p", "div", "br", "li", "tr", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "article",
+        "section", "header", "footer", "nav", "aside", "main", "blockquote", "pre", "table", "ul", "ol",
+        "dd", "dt", "hr", "form",
+    })
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self._skip_depth = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in self._SKIP:
+            self._skip_depth += 1
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in self._SKIP:
+            self._skip_depth = max(0, self._skip_depth - 1)
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+        elif not self._skip_depth:
+            self.parts.append(data)
+
+
+def strip_tags(html: str) -> ExtractedPage:
+    """Plain tag stripping (stdlib): every visible text, scripts and styles dropped."""
+    parser = _TagStripper()
+    parser.feed(html)
+    parser.close()
+    title = headline(_tidy(" ".join(parser.title_parts)))
+    return ExtractedPage(title=title, text=_tidy("".join(parser.parts)), method="strip")
+
+
+# trafilatura's MIN_EXTRACTED_SIZE (default 250 characters): below it, trafilatura distrusts its
+# result and falls back to other algorithms that return most of the page. 250 characters is a long
+# paragraph in English but a whole news flash in Chinese. We extract with 60 first; when that gives
+# fewer than 250 characters we also run the default and keep the short result only if it contains
+# the default result's longest line (on a page, the longest paragraph is almost always article
+# prose): on article templates the short result is the article and the default adds furniture
+# around it, while on a table-layout forum the short result was the navigation bar and the article
+# was lost (Jaccard 0 to the article; the default's whole page keeps it, 0.3).
+# favor_recall was measured too: no short paragraph was lost without it (0/42), and with it blog
+# furniture (tags, counters) leaked into short articles, so it stays off. docs/text.md has the numbers.
+_LOW_MIN_EXTRACTED_SIZE = 60
+_DEFAULT_MIN_EXTRACTED_SIZE = 250
+
+
+@cache
+def _trafilatura_config(min_extracted_size: int) -> Any:
+    from trafilatura.settings import use_config
+
+    config = use_config()
+    config.set("DEFAULT", "MIN_EXTRACTED_SIZE", str(min_extracted_size))
+    return config
+
+
+def _trafilatura_once(html: str, min_extracted_size: int) -> tuple[str | None, str]:
+    import trafilatura
+
+    doc: Any = trafilatura.bare_extraction(
+        html,
+        config=_trafilatura_config(min_extracted_size),
+        include_comments=False,
+        include_tables=True,
+        include_images=False,
+        include_links=False,
+        with_metadata=True,  # the title; dates/authors come along but are not used
+        deduplicate=False,  # its dedup cache is process-global: output would depend on history
+    )
+    if doc is None:
+        return None, ""
+    return getattr(doc, "title", None), getattr(doc, "text", None) or ""
+
+
+def _trafilatura(html: str) -> tuple[str | None, str]:
+    title, text = _trafilatura_once(html, _LOW_MIN_EXTRACTED_SIZE)
+    if len(text) >= _DEFAULT_MIN_EXTRACTED_SIZE:
+        return title, text
+    default_title, default_text = _trafilatura_once(html, _DEFAULT_MIN_EXTRACTED_SIZE)
+    longest = max(default_text.splitlines(), key=len, default="")
+    if "".join(longest.split()) in "".join(text.split()):
+        return title, text
+    return default_title or title, default_text
+
+
+def _resiliparse(html: str) -> tuple[str | None, str]:
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(html)
+    text = extract_plain_text(
+        tree, main_content=True, preserve_formatting=True, list_bullets=False, alt_texts=False,
+        comments=False,
+    )
+    return headline(tree.title), text
+
+
+_BACKENDS = {"trafilatura": _trafilatura, "resiliparse": _resiliparse}
+
+
+def extract(html: str, backend: str = "trafilatura") -> ExtractedPage:
+    """Main content and title of a page; falls back to tag stripping when the extractor finds nothing.
+
+    ``method`` says which produced the text, so a fingerprint can record it. The title falls back to
+    the page's ``<title>`` when the extractor finds none.
+    """
+    if backend == "strip":
+        return strip_tags(html)
+    run = _BACKENDS.get(backend)
+    if run is None:
+        raise ValueError(f"unknown HTML extractor {backend!r}; choose one of {EXTRACTORS}")
+    title, text = run(html)
+    text = _tidy(text)
+    if not text:
+        stripped = strip_tags(html)
+        title = _tidy(title or "") or stripped.title
+        return ExtractedPage(title=title, text=scrub(stripped.text, title), method="strip")
+    title = _tidy(title or "") or strip_tags_title(html)
+    return ExtractedPage(title=title, text=scrub(text, title), method=backend)
+
+
+def scrub(text: str, title: str | None = None) -> str:
+    """Remove timestamps, view/comment counters, table-cell pipes and a leading copy of the title.
+
+    Some templates repeat the headline inside the article block and others do not; dropping it from
+    the text makes the same article look the same on both (the title is returned separately).
+    """
+    text = _COUNTER.sub(" ", _TIMESTAMP.sub(" ", text))
+    text = _TABLE_EDGE.sub("", _tidy(text))
+    # lines left with no letter or digit (separators around a removed counter: "· ·")
+    text = "\n".join(line for line in text.splitlines() if _HAS_WORD.search(line))
+    if title:
+        # compare with all whitespace removed: extractors space the title differently
+        squeezed_title = "".join(title.split())
+        head = "".join(text[: len(title) + 16].split())
+        if squeezed_title and head.startswith(squeezed_title):
+            seen = 0
+            for i, ch in enumerate(text):  # cut after the title's last non-space character
+                if not ch.isspace():
+                    seen += 1
+                    if seen == len(squeezed_title):
+                        text = text[i + 1 :]
+                        break
+    return _tidy(text)
+
+
+_TITLE_SEPARATOR = re.compile(r"\s+[-|–—·»]\s+|\s*_\s*")
+
+
+def headline(page_title: str | None) -> str | None:
+    """A <title> without its site name: the longest part between " - ", " | ", "_" ... separators."""
+    if not page_title:
+        return None
+    parts = [p.strip() for p in _TITLE_SEPARATOR.split(page_title) if p.strip()]
+    return max(parts, key=len) if parts else None
+
+
+def strip_tags_title(html: str) -> str | None:
+    """The page's <title> element without its site name, or None."""
+    match = re.search(r"<title[^>]*>(.*?)</title\s*>", html, re.IGNORECASE | re.DOTALL)
+    if not match:
+        return None
+    return headline(_tidy(strip_tags(match.group(1)).text))
