@@ -207,9 +207,12 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
               help="SimHash-only variants to compare ('' for none).")
 @click.option("--no-peers", is_flag=True, help="Skip the simhash and datasketch peers.")
 @click.option("--segmenter", default="jieba", show_default=True)
+@click.option("--short-text-chars", type=int, default=FingerprintConfig.short_text_chars, show_default=True,
+              help="Texts up to this many characters are also verified on character 3-grams.")
+@click.option("--sketch-bytes", type=int, default=FingerprintConfig.sketch_bytes, show_default=True)
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True)
 def command(track_specs: tuple[str, ...], limit: int | None, k: int, weightings: str, no_peers: bool,
-            segmenter: str, out_dir: str) -> None:
+            segmenter: str, short_text_chars: int, sketch_bytes: int, out_dir: str) -> None:
     """Pair precision/recall/F1 of our default and its variants next to the peers, per track."""
     from rich.console import Console
     from rich.table import Table
@@ -221,7 +224,7 @@ def command(track_specs: tuple[str, ...], limit: int | None, k: int, weightings:
         docs, _, pairs = paths.partition(":")
         tracks.append(Track.load(name, Path(docs), Path(pairs), limit))
     tracks = tracks or default_tracks(limit)
-    config = FingerprintConfig(segmenter=segmenter)
+    config = FingerprintConfig(segmenter=segmenter, short_text_chars=short_text_chars, sketch_bytes=sketch_bytes)
     results: dict[str, dict[str, Any]] = {}
     for track in tracks:
         unit = "word" if track.name.startswith("pep") or not _mostly_cjk(track) else "char"

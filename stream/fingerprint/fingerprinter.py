@@ -20,7 +20,7 @@ from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
-from stream.fingerprint.similarity import SIDE_SPEC
+from stream.fingerprint.similarity import SHORT_SPEC, SIDE_SPEC
 from stream.fingerprint.sketch import Sketch, SketchSpec, make_sketch
 from stream.text.normalize import normalize
 
@@ -38,21 +38,22 @@ class Fingerprint:
     spec: SketchSpec = field(default_factory=SketchSpec)
     side: Sketch | None = None
     empty: bool = False
+    short_grams: Sketch | None = None  # exact character 3-grams of a short text (short-text safeguard)
 
     @property
     def hex(self) -> str:
         return f"{self.simhash:016x}"
 
     def to_bytes(self) -> bytes:
-        flags = int(self.empty) | (2 if self.side is not None else 0)
+        flags = int(self.empty)
         parts = [_HEAD.pack(b"F1", flags, self.simhash, self.content_hash, self.spec.budget, self.spec.bits,
                             len(self.bands))]
         parts += [struct.pack("<QQ", v, e) for v, e in self.bands]
         for text in (self.schema, self.doc_id):
             raw = text.encode()
             parts.append(struct.pack("<H", len(raw)) + raw)
-        for sk in (self.sketch, self.side):
-            raw = sk.to_bytes(self.spec if sk is self.sketch else SIDE_SPEC) if sk is not None else b""
+        for sk, sk_spec in ((self.sketch, self.spec), (self.side, SIDE_SPEC), (self.short_grams, SHORT_SPEC)):
+            raw = sk.to_bytes(sk_spec) if sk is not None else b""
             parts.append(struct.pack("<I", len(raw)) + raw)
         return b"".join(parts)
 
@@ -71,7 +72,7 @@ class Fingerprint:
             pos += 2 + n
         spec = SketchSpec(budget, bits)
         sketches: list[Sketch | None] = []
-        for sk_spec in (spec, SIDE_SPEC):
+        for sk_spec in (spec, SIDE_SPEC, SHORT_SPEC):
             (n,) = struct.unpack_from("<I", raw, pos)
             sketches.append(Sketch.from_bytes(raw[pos + 4 : pos + 4 + n], sk_spec) if n else None)
             pos += 4 + n
@@ -79,7 +80,7 @@ class Fingerprint:
         assert sketch is not None
         return cls(doc_id=texts[1], simhash=sim, content_hash=chash, sketch=sketch,
                    bands=[(int(v), int(e)) for v, e in bands], schema=texts[0], spec=spec,
-                   side=sketches[1], empty=bool(flags & 1))
+                   side=sketches[1], empty=bool(flags & 1), short_grams=sketches[2])
 
 
 class Fingerprinter:
@@ -131,9 +132,9 @@ class Fingerprinter:
         hashes = token_hashes(feats)
         w = np.fromiter(weights.values(), dtype=np.float64, count=len(feats))
         if len(feats) < self.config.short_text_features:
-            # Short-text safeguard: too few words for a stable SimHash; character 3-grams make one
-            # changed character move only a few of the votes.
-            grams = char_ngram_hashes(content.replace(" ", ""), 3)
+            # Short-text safeguard: too few words for a stable SimHash; character n-grams add votes
+            # so one changed character moves a smaller share of them.
+            grams = char_ngram_hashes(content.replace(" ", ""), self.config.short_text_ngram)
             hashes = np.concatenate([hashes, grams])
             w = np.concatenate([w, np.ones(len(grams))])
         return simhash(hashes, w)
@@ -149,6 +150,12 @@ class Fingerprinter:
             return Fingerprint(doc.id, 0, bytes(16), make_sketch(np.empty(0, np.uint64), self.spec), [],
                                self.schema, self.spec, side, empty=True)
         shingles = shingle_hashes(content, self.config.char_n, self.config.word_n)
+        short = None
+        compact = content.replace(" ", "")
+        if len(compact) <= self.config.short_text_chars:
+            # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams
+            # (Jaccard ~0.73); with 3-grams it is ~0.85, so short texts are verified on 3-grams too.
+            short = make_sketch(np.unique(char_ngram_hashes(compact, 3)), SHORT_SPEC)
         return Fingerprint(
             doc_id=doc.id,
             simhash=self._simhash(content, title, shingles, doc),
@@ -158,4 +165,5 @@ class Fingerprinter:
             schema=self.schema,
             spec=self.spec,
             side=side,
+            short_grams=short,
         )

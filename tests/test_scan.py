@@ -1,0 +1,78 @@
+"""`dedup scan` end to end on the bundled fixture corpus: known duplicates are found."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from stream.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def truth_pairs() -> set[frozenset[str]]:
+    lines = (FIXTURES / "tang_small_pairs.jsonl").read_text().splitlines()
+    return {frozenset((p["a"], p["b"])) for p in map(json.loads, lines)}
+
+
+def run_scan(*args: str) -> tuple[list[dict], str]:
+    result = CliRunner().invoke(main, ["scan", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    verdicts = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    return verdicts, result.stderr
+
+
+def found_pairs(verdicts: list[dict]) -> set[frozenset[str]]:
+    return {frozenset((v["id"], m["id"])) for v in verdicts for m in v["matches"]}
+
+
+def test_scan_finds_the_known_duplicates() -> None:
+    verdicts, err = run_scan(str(FIXTURES / "tang_small.jsonl"))
+    assert len(verdicts) == 60
+    assert found_pairs(verdicts) == truth_pairs()
+    paired = {i for p in truth_pairs() for i in p}
+    for v in verdicts:
+        assert set(v) >= {"id", "verdict", "fingerprint", "canonical", "distance", "matches"}
+        assert len(v["fingerprint"]) == 16
+        if v["id"] not in paired:
+            assert v["verdict"] == "unique" and v["canonical"] is None
+        for m in v["matches"]:
+            assert 0.8 <= m["similarity"] <= 1.0
+    assert "scanned 60 documents" in err
+
+
+def test_bad_lines_are_reported_and_skipped(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。"}\n'
+                   "{oops\n"
+                   '{"text": "no id"}\n'
+                   '{"id": "b", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。"}\n', encoding="utf-8")
+    verdicts, err = run_scan(str(src))
+    assert [v["id"] for v in verdicts] == ["a", "b"]
+    assert verdicts[1]["verdict"] == "duplicate" and verdicts[1]["canonical"] == "a"
+    reports = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert [r["line"] for r in reports] == [2, 3]
+    assert "'id'" in reports[1]["error"]
+    assert "errors 2" in err
+
+
+def test_state_carries_over_between_runs(tmp_path: Path) -> None:
+    lines = (FIXTURES / "tang_small.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    first.write_text("".join(lines[:30]), encoding="utf-8")
+    second.write_text("".join(lines[30:]), encoding="utf-8")
+    state = str(tmp_path / "state")
+    v1, _ = run_scan(str(first), "--state", state)
+    v2, _ = run_scan(str(second), "--state", state)
+    assert found_pairs(v1 + v2) == truth_pairs()  # pairs across the two runs are found too
+    result = CliRunner().invoke(main, ["scan", str(second), "--state", state, "--bands", "8"])
+    assert result.exit_code != 0 and "schema" in result.output
+
+
+@pytest.mark.parametrize("bands", ["0"])
+def test_simhash_only_mode_still_finds_identical_poems(bands: str) -> None:
+    verdicts, _ = run_scan(str(FIXTURES / "tang_small.jsonl"), "--bands", bands)
+    identical = {frozenset((p["a"], p["b"])) for p in map(json.loads, (FIXTURES / "tang_small_pairs.jsonl")
+                 .read_text().splitlines()) if p["jaccard"] == 1.0}
+    assert identical <= found_pairs(verdicts)
