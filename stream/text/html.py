@@ -130,10 +130,11 @@ def strip_tags(html: str) -> ExtractedPage:
 # result and falls back to other algorithms that return most of the page. 250 characters is a long
 # paragraph in English but a whole news flash in Chinese. We extract with 60 first; when that gives
 # fewer than 250 characters we also run the default and keep the short result only if it contains
-# the default result's longest line (on a page, the longest paragraph is almost always article
-# prose): on article templates the short result is the article and the default adds furniture
-# around it, while on a table-layout forum the short result was the navigation bar and the article
-# was lost (Jaccard 0 to the article; the default's whole page keeps it, 0.3).
+# the default result's longest clause (on a page, the longest clause is almost always article
+# prose; navigation and headlines are short): on article templates the short result is the
+# article and the default adds furniture around it, while on a table-layout forum the short
+# result was the navigation bar and the article was lost (Jaccard 0 to the article; the default's
+# whole page keeps it, 0.3).
 # favor_recall was measured too: no short paragraph was lost without it (0/42), and with it blog
 # furniture (tags, counters) leaked into short articles, so it stays off. docs/text.md has the numbers.
 _LOW_MIN_EXTRACTED_SIZE = 60
@@ -172,10 +173,23 @@ def _trafilatura(html: str) -> tuple[str | None, str]:
     if len(text) >= _DEFAULT_MIN_EXTRACTED_SIZE:
         return title, text
     default_title, default_text = _trafilatura_once(html, _DEFAULT_MIN_EXTRACTED_SIZE)
-    longest = max(default_text.splitlines(), key=len, default="")
-    if "".join(longest.split()) in "".join(text.split()):
+    if _longest_clause(default_text, title or default_title) in "".join(text.split()):
         return title, text
     return default_title or title, default_text
+
+
+# Clause boundaries: punctuation, line breaks, and spaces next to a Han character (Chinese pages
+# separate a headline, a timestamp and a byline with single spaces; English clauses keep theirs).
+_CLAUSE_BREAK = re.compile(
+    r"[\n，。！？；：、,.!?;:|·]+|(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])"
+)
+
+
+def _longest_clause(text: str, title: str | None) -> str:
+    """The longest clause of ``text`` that is not part of the title, whitespace removed."""
+    squeezed_title = "".join((title or "").split())
+    clauses = ("".join(c.split()) for c in _CLAUSE_BREAK.split(text))
+    return max((c for c in clauses if c not in squeezed_title), key=len, default="")
 
 
 def _resiliparse(html: str) -> tuple[str | None, str]:
