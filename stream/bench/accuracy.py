@@ -112,7 +112,19 @@ def run_simhash_peer(track: Track) -> set[Pair]:
 
     from simhash import Simhash, SimhashIndex
 
+    import numpy as np
+    import simhash as simhash_module
+
     logging.getLogger("simhash").setLevel(logging.ERROR)  # it warns on every big bucket
+    # simhash 2.1 multiplies a uint8 bit array by the feature weight; under numpy 2 a weight > 255
+    # overflows (OverflowError). Widen the array: the same arithmetic numpy 1 did by promotion.
+    original = simhash_module.Simhash._bitarray_from_bytes
+    if not getattr(original, "widened", False):
+        def widened(self: Any, b: bytes) -> Any:
+            return original(self, b).astype(np.int64)
+
+        widened.widened = True  # type: ignore[attr-defined]
+        simhash_module.Simhash._bitarray_from_bytes = widened
     index = SimhashIndex([], k=3)
     found: set[Pair] = set()
     for raw in track.docs:
@@ -231,7 +243,11 @@ def command(track_specs: tuple[str, ...], limit: int | None, k: int, weightings:
         results[track.name] = {}
         for name, run in methods(config, k, [w for w in weightings.split(",") if w], not no_peers):
             started = time.perf_counter()
-            found = run(track, unit)
+            try:
+                found = run(track, unit)
+            except Exception as exc:  # a broken peer must not cost the other figures
+                console.print(f"[red]{track.name} {name} failed: {exc!r}[/red]")
+                continue
             res = score(track, found)
             res["seconds"] = round(time.perf_counter() - started, 2)
             results[track.name][name] = res
