@@ -120,11 +120,11 @@ def run_simhash_peer(track: Track) -> set[Pair]:
     # overflows (OverflowError). Widen the array: the same arithmetic numpy 1 did by promotion.
     original = simhash_module.Simhash._bitarray_from_bytes
     if not getattr(original, "widened", False):
-        def widened(self: Any, b: bytes) -> Any:
-            return original(self, b).astype(np.int64)
+        def widened(b: bytes) -> Any:
+            return original(b).astype(np.int64)
 
         widened.widened = True  # type: ignore[attr-defined]
-        simhash_module.Simhash._bitarray_from_bytes = widened
+        simhash_module.Simhash._bitarray_from_bytes = staticmethod(widened)
     index = SimhashIndex([], k=3)
     found: set[Pair] = set()
     for raw in track.docs:
