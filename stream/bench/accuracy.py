@@ -11,6 +11,7 @@ a method's predicted pairs are all (document, earlier match) pairs it reports. M
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -110,10 +111,9 @@ def run_datasketch(track: Track, unit: str) -> set[Pair]:
 def run_simhash_peer(track: Track) -> set[Pair]:
     import logging
 
-    from simhash import Simhash, SimhashIndex
-
     import numpy as np
     import simhash as simhash_module
+    from simhash import Simhash, SimhashIndex
 
     logging.getLogger("simhash").setLevel(logging.ERROR)  # it warns on every big bucket
     # simhash 2.1 multiplies a uint8 bit array by the feature weight; under numpy 2 a weight > 255
@@ -175,6 +175,10 @@ def default_tracks(limit: int | None) -> list[Track]:
             Track.load("peps", c / "peps_dev.jsonl", c / "peps_dev_pairs.jsonl", limit)]
 
 
+def _simhash_only(cfg: FingerprintConfig, k: int, track: Track, unit: str) -> set[Pair]:
+    return run_ours(track, cfg, k, verify=False)
+
+
 def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers: bool
             ) -> list[tuple[str, Callable[[Track, str], set[Pair]]]]:
     out: list[tuple[str, Callable[[Track, str], set[Pair]]]] = [
@@ -184,7 +188,7 @@ def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers:
             cfg = config.with_(simhash_features="shingles")
         else:
             cfg = config.with_(simhash_features="words", weighting=w)
-        out.append((f"simhash:{w}", lambda t, u, cfg=cfg: run_ours(t, cfg, k, verify=False)))
+        out.append((f"simhash:{w}", functools.partial(_simhash_only, cfg, k)))
     if peers:
         out.append(("simhash-1e0ng", lambda t, u: run_simhash_peer(t)))
         out.append(("datasketch", lambda t, u: run_datasketch(t, u)))
