@@ -76,3 +76,18 @@ def test_simhash_only_mode_still_finds_identical_poems(bands: str) -> None:
     identical = {frozenset((p["a"], p["b"])) for p in map(json.loads, (FIXTURES / "tang_small_pairs.jsonl")
                  .read_text().splitlines()) if p["jaccard"] == 1.0}
     assert identical <= found_pairs(verdicts)
+
+
+def test_web_pages_same_article_two_templates(tmp_path: Path) -> None:
+    from fixtures.html_pages import ARTICLES, build_page
+
+    src = tmp_path / "pages.jsonl"
+    with src.open("w", encoding="utf-8") as out:
+        for key in ARTICLES:
+            for template, seed in (("portal", 1), ("blog", 2)):
+                out.write(json.dumps({"id": f"{key}/{template}", "text": build_page(key, template, seed),
+                                      "content_type": "text/html"}, ensure_ascii=False) + "\n")
+    verdicts, _ = run_scan(str(src))
+    pairs = found_pairs(verdicts)
+    # the same article under two site templates is found; different articles never match
+    assert pairs == {frozenset((f"{k}/portal", f"{k}/blog")) for k in ARTICLES}
