@@ -91,3 +91,12 @@ def test_web_pages_same_article_two_templates(tmp_path: Path) -> None:
     pairs = found_pairs(verdicts)
     # the same article under two site templates is found; different articles never match
     assert pairs == {frozenset((f"{k}/portal", f"{k}/blog")) for k in ARTICLES}
+
+
+def test_stream_idf_is_learned_and_kept_in_state(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    run_scan(str(FIXTURES / "tang_small.jsonl"), "--state", str(state), "--weighting", "tfidf", "--idf", "stream")
+    table = json.loads((state / "idf.json").read_text(encoding="utf-8"))
+    assert table["n_docs"] == 60 and len(table["df"]) > 100
+    run_scan(str(FIXTURES / "tang_small.jsonl"), "--state", str(state), "--weighting", "tfidf", "--idf", "stream")
+    assert json.loads((state / "idf.json").read_text(encoding="utf-8"))["n_docs"] == 120

@@ -69,15 +69,17 @@ def _progress_lines(path: str, lines: Iterator[tuple[int, bytes]], total: int | 
               show_default=True)
 @click.option("--weighting", default=FingerprintConfig.weighting, show_default=True,
               help="binary | tf | tfidf | tfidf_len | seed004")
+@click.option("--idf", type=click.Choice(["jieba", "stream"]), default="jieba", show_default=True,
+              help="IDF for the tfidf weightings: jieba's table, or learned from the documents (kept in --state).")
 @click.option("--bands", type=click.IntRange(0, 64), default=FingerprintConfig.bands, show_default=True,
               help="MinHash LSH band tables (0: SimHash tables only).")
 @click.option("--errors", "errors_file", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write bad-line reports here as JSON lines (default: standard error).")
 def command(infile: str, outfile: str, k: int, threshold: float, state_dir: str | None, segmenter: str,
-            simhash_features: str, weighting: str, bands: int, errors_file: str | None) -> None:
+            simhash_features: str, weighting: str, idf: str, bands: int, errors_file: str | None) -> None:
     """Judge every document of INFILE (JSONL, '-' for stdin) against all earlier ones."""
     config = FingerprintConfig(segmenter=segmenter, simhash_features=simhash_features,
-                               weighting=weighting, bands=bands)
+                               weighting=weighting, idf=idf, bands=bands)
     try:
         state = open_state(state_dir, config, k, threshold)
     except DedupError as exc:

@@ -33,7 +33,8 @@ class ScanState:
         tmp = self.path / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1))
         os.replace(tmp, self.path / "meta.json")
-        self.detector.index.flush() if hasattr(self.detector.index, "flush") else None
+        self.fingerprinter.save()
+        self.detector.index.flush()
         self.detector.records.flush()
 
     def close(self) -> None:
@@ -48,7 +49,7 @@ def _meta(fp: Fingerprinter, det: Detector, next_seq: int) -> dict[str, Any]:
 
 
 def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: float) -> ScanState:
-    fingerprinter = Fingerprinter(config)
+    fingerprinter = Fingerprinter(config, idf_path=str(Path(path) / "idf.json") if path else None)
     if path is None:
         index = BlockIndex(None, k=k, bands=config.bands)
         return ScanState(fingerprinter, Detector(index, MemoryStore(), threshold), 0, None)

@@ -86,18 +86,24 @@ class Fingerprint:
 class Fingerprinter:
     """Turns documents into fingerprints under one ``FingerprintConfig`` (one schema)."""
 
-    def __init__(self, config: FingerprintConfig | None = None, idf: Any = None) -> None:
+    def __init__(self, config: FingerprintConfig | None = None, idf_path: str | None = None) -> None:
+        """``idf_path``: where a stream-learned IDF table (``config.idf == "stream"``) is kept."""
+        from stream.text.idf import StreamingIdf, jieba_idf
         from stream.text.segment import get_segmenter
 
         self.config = config or FingerprintConfig()
         self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
         self.segmenter = get_segmenter(self.config.segmenter)
-        self.idf = idf
-        if idf is None and self.config.weighting in ("tfidf", "tfidf_len"):
-            from stream.text.idf import JiebaIdf
-
-            self.idf = JiebaIdf()
+        self.stream_idf = StreamingIdf(idf_path) if self.config.idf == "stream" else None
+        self.idf: Any = self.stream_idf
+        if self.idf is None and self.config.weighting in ("tfidf", "tfidf_len", "seed004"):
+            self.idf = jieba_idf()
         self.schema = self.config.schema_id(self.segmenter.settings)
+
+    def save(self) -> None:
+        """Persist learned state (the stream IDF table), if any."""
+        if self.stream_idf is not None and self.stream_idf.path is not None:
+            self.stream_idf.save()
 
     # -- text ------------------------------------------------------------------------------
     def content_of(self, doc: Document) -> tuple[str, str]:
@@ -122,6 +128,9 @@ class Fingerprinter:
         from stream.text.weights import weigh
 
         tokens = self.segmenter.cut(content)
+        if self.stream_idf is not None:
+            # seed 002's IDF over the stream seen so far, this document included (df >= 1)
+            self.stream_idf.update(tokens)
         title_tokens = self.segmenter.cut(title) if title else []
         weights = weigh(tokens, self.config.weighting, title_tokens=title_tokens, idf=self.idf)
         if doc.fields:
