@@ -27,11 +27,13 @@ class LevelCounter:
 
     def resize(self, old: int, new: int) -> None:
         self.entries += new - old
-        if old:
-            self._bump(size_bin(old), -1)
-        if new:
-            self._bump(size_bin(new), 1)
-        self.buckets += (new > 0) - (old > 0)
+        old_bin, new_bin = old.bit_length(), new.bit_length()
+        if old_bin != new_bin:  # the common +-1 step rarely crosses a power of two
+            if old_bin:
+                self._bump(old_bin, -1)
+            if new_bin:
+                self._bump(new_bin, 1)
+            self.buckets += (new > 0) - (old > 0)
 
     def _bump(self, b: int, delta: int) -> None:
         count = self.histogram.get(b, 0) + delta
@@ -114,7 +116,8 @@ class StatsRecorder:
         return levels[level]
 
     def resize(self, kind: str, level: int, old: int, new: int) -> None:
-        self.level(kind, level).resize(old, new)
+        levels = self.levels[kind]
+        (levels[level] if level < len(levels) else self.level(kind, level)).resize(old, new)
 
     def level_mean(self, kind: str, level: int) -> float:
         return self.level(kind, level).mean()

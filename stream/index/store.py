@@ -65,6 +65,8 @@ class MemoryStore:
     seek) because a plain list with ``bisect.insort`` costs an O(n) memmove per write.
     """
 
+    SCAN_CHUNK = 64
+
     def __init__(self) -> None:
         self._values: dict[bytes, bytes] = {}
         self._keys: SortedList = SortedList()
@@ -93,16 +95,21 @@ class MemoryStore:
             self.put(key, value)
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        keys = self._keys
-        end = prefix_end(prefix)
-        # Snapshot the matching range first so callers may write while iterating.
-        stop = len(keys) if end is None else keys.bisect_left(end)
-        matched = list(keys.islice(keys.bisect_left(prefix), stop))
-        values = self._values
-        for key in matched:
-            value = values.get(key)
-            if value is not None:
-                yield key, value
+        # Lazy, in small chunks re-located by bisect, so a caller that stops early pays for what it
+        # read, and writes between chunks cannot derail the iteration.
+        keys, values = self._keys, self._values
+        start = keys.bisect_left(prefix)
+        while True:
+            chunk = list(keys.islice(start, start + self.SCAN_CHUNK))
+            for key in chunk:
+                if not key.startswith(prefix):
+                    return
+                value = values.get(key)
+                if value is not None:
+                    yield key, value
+            if len(chunk) < self.SCAN_CHUNK:
+                return
+            start = keys.bisect_right(chunk[-1])
 
     def __len__(self) -> int:
         return len(self._values)

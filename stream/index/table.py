@@ -71,8 +71,9 @@ class Bucket:
 class BucketCache:
     """LRU of ``Bucket`` by node key, bounded by an estimate of its memory in bytes.
 
-    Estimate per bucket: ~320 bytes of Python objects (two arrays, the Bucket, the dict slot, the key)
-    plus 16 bytes per entry; entry counts are re-read when a bucket is touched, so growth is tracked.
+    Estimate: ~320 bytes of Python objects per bucket (two arrays, the Bucket, the dict slot, the key)
+    plus 16 bytes per entry (measured with tracemalloc: docs/index.md). Entry counts are tracked as
+    buckets grow and shrink, so the bound holds while cached buckets fill up.
     """
 
     BUCKET_BYTES = 320
@@ -81,13 +82,19 @@ class BucketCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._buckets: OrderedDict[bytes, Bucket] = OrderedDict()
-        self._sizes: dict[bytes, int] = {}
-        self._bytes = 0
+        self._entries = 0
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._buckets
+
+    @property
+    def size_bytes(self) -> int:
+        return self.BUCKET_BYTES * len(self._buckets) + self.ENTRY_BYTES * self._entries
 
     def get(self, key: bytes) -> Bucket | None:
         bucket = self._buckets.get(key)
@@ -99,36 +106,29 @@ class BucketCache:
         return bucket
 
     def put(self, key: bytes, bucket: Bucket) -> None:
-        self._forget(key)
+        old = self._buckets.pop(key, None)
+        if old is not None:
+            self._entries -= len(old)
         self._buckets[key] = bucket
-        self._account(key, bucket)
-        self._evict()
-
-    def touch(self, key: bytes, bucket: Bucket) -> None:
-        """Re-account a cached bucket whose size changed."""
-        if key in self._sizes:
-            self._bytes -= self._sizes[key]
-            self._account(key, bucket)
+        self._entries += len(bucket)
+        if self.size_bytes > self.max_bytes:
             self._evict()
+
+    def grew(self, key: bytes, delta: int) -> None:
+        """A bucket changed size by ``delta`` entries (ignored if it is no longer cached)."""
+        if key in self._buckets:
+            self._entries += delta
+            if delta > 0 and self.size_bytes > self.max_bytes:
+                self._evict()
 
     def clear(self) -> None:
         self._buckets.clear()
-        self._sizes.clear()
-        self._bytes = 0
-
-    def _account(self, key: bytes, bucket: Bucket) -> None:
-        size = self.BUCKET_BYTES + self.ENTRY_BYTES * len(bucket)
-        self._sizes[key] = size
-        self._bytes += size
-
-    def _forget(self, key: bytes) -> None:
-        if self._buckets.pop(key, None) is not None:
-            self._bytes -= self._sizes.pop(key)
+        self._entries = 0
 
     def _evict(self) -> None:
-        while self._bytes > self.max_bytes and len(self._buckets) > 1:
-            key, _ = self._buckets.popitem(last=False)
-            self._bytes -= self._sizes.pop(key)
+        while self.size_bytes > self.max_bytes and len(self._buckets) > 1:
+            _, bucket = self._buckets.popitem(last=False)
+            self._entries -= len(bucket)
 
 
 @dataclass(frozen=True)
@@ -136,17 +136,22 @@ class SplitPolicy:
     """When a leaf re-splits (seed 002 §2.3, plus two guards of ours).
 
     split if size >= min_split and (size > (1 + mu) x mean size of its level, or size > cap)
-    and the split pays: the expected candidates of a query drawn from the bucket's own entries,
-    sum over sub-buckets of size^2 / size, is at most ``gain`` x size. Without that last guard a
-    cluster of identical fingerprints (templated or empty documents) would be copied into every
-    sub-bucket at every level, (k + 1)^levels times, without ever getting smaller.
+    and the split does not make queries dearer: for a query drawn from the bucket's own entries the
+    expected candidates after it, sum over sub-buckets of size^2 / size, stay within
+    (1 + 1/groups) x size. Without that guard a cluster of identical or near-identical fingerprints
+    (templated or empty documents) would be copied into every sub-bucket at every level,
+    (k + 1)^levels times, without ever getting smaller. The slack of 1/groups lets one group stay
+    concentrated (entries sharing two blocks still share the first sub-block; that sub-bucket
+    re-splits on its own at the next level), while two concentrated groups already cost 2 x size.
+    It also bounds the copies: at most one sub-bucket can hold more than half of the entries, so
+    re-splits chain down one branch instead of fanning out. A refused bucket is retried when its
+    size has doubled.
     """
 
     mu: float = 2.0
     cap: int | None = None
     min_split: int = 64
     enabled: bool = True
-    gain: float = 0.5
 
     def wants(self, size: int, level_mean: float) -> bool:
         if not self.enabled or size < self.min_split:
@@ -154,14 +159,16 @@ class SplitPolicy:
         return size > (1.0 + self.mu) * level_mean or (self.cap is not None and size > self.cap)
 
 
-@dataclass
 class Leaf:
     """A leaf reached by a descent: its key, cached bucket, path of groups and the descent state."""
 
-    key: bytes
-    bucket: Bucket
-    path: tuple[int, ...]
-    state: State | None  # None until needed (computing it costs; most leaves are never split)
+    __slots__ = ("bucket", "key", "path", "state")
+
+    def __init__(self, key: bytes, bucket: Bucket, path: tuple[int, ...], state: State | None) -> None:
+        self.key = key
+        self.bucket = bucket
+        self.path = path
+        self.state = state  # None until needed (computing it costs; most leaves never split)
 
 
 # sub-bucket key -> (its new leaf, [(handle bytes, payload, fingerprint)])
@@ -202,24 +209,30 @@ class BucketTable:
         return bucket
 
     def _load(self, key: bytes) -> Bucket:
+        # One seek: under the node, entries (tag e) sort before the split marker (s) and children (x),
+        # and a split node has no entries, so the first non-entry key tells whether it is split.
         bucket = Bucket()
         payloads = []
         handles = bucket.handles
-        for entry_key, payload in self.store.scan_prefix(key + ENTRY_TAG):
+        entry_prefix = key + ENTRY_TAG
+        for entry_key, payload in self.store.scan_prefix(key):
+            if not entry_key.startswith(entry_prefix):
+                bucket.split = entry_key == key + SPLIT_TAG
+                break
             handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
             payloads.append(payload)
         if payloads:
             top = key[1 : 1 + self.scheme.top_len]
             bucket.fps = array("Q", self.scheme.decode(top, payloads).tobytes())
-        else:
-            # Split buckets hold no entries, so only an empty scan needs the marker lookup.
-            bucket.split = self.store.get(key + SPLIT_TAG) is not None
         return bucket
 
     def leaves(self, source: Source) -> list[Leaf]:
         """Every leaf that ``source`` reaches (one if nothing is split; k + 1 per split SimHash level)."""
-        root = self.routing_key(source)
-        bucket = self.bucket(root)
+        root = self._prefix + self.scheme.top(source)
+        bucket = self.cache.get(root)
+        if bucket is None:
+            bucket = self._load(root)
+            self.cache.put(root, bucket)
         if not bucket.split:
             return [Leaf(root, bucket, (), None)]
         out: list[Leaf] = []
@@ -245,23 +258,28 @@ class BucketTable:
 
     def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> None:
         """Mirror entries just written to the store into the cached leaves and the stats."""
+        cache, stats, kind = self.cache, self.stats, self.kind
         for leaf in leaves:
-            size = len(leaf.bucket)
-            leaf.bucket.append(handle, fingerprint)
-            self.cache.touch(leaf.key, leaf.bucket)
-            self.stats.resize(self.kind, len(leaf.path), size, size + 1)
+            bucket = leaf.bucket
+            bucket.handles.append(handle)
+            bucket.fps.append(fingerprint)
+            cache.grew(leaf.key, 1)
+            size = len(bucket.handles)
+            stats.resize(kind, len(leaf.path), size - 1, size)
 
     def removed(self, leaves: list[Leaf], handle: int) -> None:
         for leaf in leaves:
             size = len(leaf.bucket)
             if leaf.bucket.remove(handle):
-                self.cache.touch(leaf.key, leaf.bucket)
+                self.cache.grew(leaf.key, -1)
                 self.stats.resize(self.kind, len(leaf.path), size, size - 1)
 
     def maybe_split(self, leaf: Leaf, source: Source) -> int:
         """Split ``leaf`` (and, recursively, its children) if the policy says so; returns splits made."""
         bucket, level = leaf.bucket, len(leaf.path)
-        size = len(bucket)
+        size = len(bucket.handles)
+        if size < self.policy.min_split:  # the common case, decided before any other work
+            return 0
         if not self.policy.wants(size, self.stats.level_mean(self.kind, level)):
             return 0
         if bucket.refused_at and size < 2 * bucket.refused_at:
@@ -272,8 +290,9 @@ class BucketTable:
             return 0
         entry_keys, children = self._partition(leaf, groups)
         size = len(entry_keys)
+        # Expected candidates after the split for a query drawn from the bucket's own entries.
         expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
-        if expected > self.policy.gain * size:
+        if expected > (1.0 + 1.0 / groups) * size:
             bucket.refused_at = size
             self.stats.refused[self.kind] += 1
             return 0

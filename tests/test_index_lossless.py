@@ -1,0 +1,180 @@
+"""BlockIndex returns exactly the brute-force neighbour set (distance <= k), whatever the data and state.
+
+Random and adversarially skewed sets (most fingerprints sharing one or two blocks, exact duplicates,
+planted neighbours at distances 0..k and k + 1), k in {2, 3, 5}, before and after forced splits,
+after deletes, expiry, replacement, and after reopening a RocksDB index.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stream.index import BlockIndex
+from stream.index.schemes import near_equal_widths
+
+BITS = 64
+MASK = (1 << BITS) - 1
+
+
+def flip(fp: int, distance: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(BITS), distance):
+        fp ^= 1 << bit
+    return fp
+
+
+def make_set(seed: int, k: int, n: int, skew: str) -> dict[str, int]:
+    """doc id -> fingerprint: a skewed background plus planted neighbours of a few centres."""
+    rng = random.Random(seed)
+    widths = near_equal_widths(BITS, k + 1)
+    top_low = BITS - widths[0]
+    second_low = top_low - widths[1]
+    shared_top = rng.getrandbits(widths[0]) << top_low
+    shared_two = shared_top | rng.getrandbits(widths[1]) << second_low
+    docs: dict[str, int] = {}
+    for i in range(n):
+        r = rng.getrandbits(BITS)
+        if skew == "one_block" and i % 5:  # 80% share table 0's block
+            fp = shared_top | (r & ((1 << top_low) - 1))
+        elif skew == "two_blocks" and i % 5:  # 80% share the blocks of tables 0 and 1
+            fp = shared_two | (r & ((1 << second_low) - 1))
+        elif skew == "duplicates" and i % 2:  # half are one of three exact fingerprints
+            fp = [shared_top, shared_two, MASK][i % 3]
+        else:
+            fp = r
+        docs[f"bg{i}"] = fp
+    centres = rng.sample(sorted(docs.values()), min(5, len(docs)))
+    for c, centre in enumerate(centres):
+        for d in range(k + 2):  # 0..k are neighbours, k + 1 is not
+            for rep in range(2):
+                docs[f"c{c}d{d}r{rep}"] = flip(centre, d, rng)
+    return docs
+
+
+def brute_force(docs: dict[str, int], query: int, k: int) -> dict[str, int]:
+    return {doc: (fp ^ query).bit_count() for doc, fp in docs.items() if (fp ^ query).bit_count() <= k}
+
+
+def check(index: BlockIndex, docs: dict[str, int], k: int, rng: random.Random, queries: int = 60) -> None:
+    values = list(docs.values())
+    probes = rng.sample(values, min(queries, len(values)))
+    probes += [flip(v, rng.randrange(k + 2), rng) for v in probes[:20]]
+    probes += [rng.getrandbits(BITS) for _ in range(5)]
+    for query in probes:
+        hits = index.query(query)
+        got = {hit.doc_id: hit.distance for hit in hits}
+        assert len(got) == len(hits), "a document appears twice"
+        assert got == brute_force(docs, query, k)
+        assert all(hit.fingerprint == docs[hit.doc_id] and hit.via == "simhash" for hit in hits)
+
+
+# Thresholds small enough that the skewed sets split several levels deep.
+FORCED = {"split_mu": 0.0, "split_cap": 8, "min_split": 4}
+SKEWS = st.sampled_from(["uniform", "one_block", "two_blocks", "duplicates"])
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS)
+def test_query_equals_brute_force_with_splits(seed: int, k: int, skew: str) -> None:
+    docs = make_set(seed, k, 400, skew)
+    rng = random.Random(seed + 1)
+    plain = BlockIndex(k=k, resplit=False)
+    split = BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
+    for doc, fp in docs.items():
+        plain.insert(fp, doc, ts=float(len(doc)))
+        split.insert(fp, doc, ts=float(len(doc)))
+    if skew in ("one_block", "two_blocks"):
+        assert split.stats().splits > 0, "skewed data must have split"
+    assert plain.stats().splits == 0
+    check(plain, docs, k, rng)
+    check(split, docs, k, rng)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS)
+def test_deletes_expiry_and_replacement_stay_exact(seed: int, k: int, skew: str) -> None:
+    rng = random.Random(seed)
+    docs = make_set(seed, k, 300, skew)
+    ts = {doc: float(rng.randrange(100)) for doc in docs}
+    index = BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
+    for doc, fp in docs.items():
+        index.insert(fp, doc, ts=ts[doc])
+    for doc in rng.sample(sorted(docs), len(docs) // 4):
+        assert index.delete(doc)
+        assert not index.delete(doc)
+        del docs[doc]
+    expired = index.expire(30.0)
+    assert expired == sum(1 for doc in list(docs) if ts[doc] < 30.0)
+    docs = {doc: fp for doc, fp in docs.items() if ts[doc] >= 30.0}
+    for doc in rng.sample(sorted(docs), len(docs) // 5):  # a new fingerprint replaces the old one
+        docs[doc] = flip(docs[doc], k + 3, rng)
+        index.insert(docs[doc], doc, ts=50.0)
+    assert len(index) == len(docs)
+    check(index, docs, k, rng)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    fps=st.lists(st.integers(0, MASK), min_size=1, max_size=60),
+    query=st.integers(0, MASK),
+    k=st.sampled_from([1, 2, 3, 5]),
+)
+def test_arbitrary_fingerprints(fps: list[int], query: int, k: int) -> None:
+    """Hypothesis-chosen fingerprints (it favours edge values: 0, all ones, single bits)."""
+    index = BlockIndex(k=k, split_mu=0.0, min_split=2)
+    docs = {f"d{i}": fp for i, fp in enumerate(fps)}
+    for doc, fp in docs.items():
+        index.insert(fp, doc)
+    for q in (query, fps[0], fps[-1] ^ 1):
+        assert {h.doc_id: h.distance for h in index.query(q)} == brute_force(docs, q, k)
+
+
+def test_reopened_rocksdb_index_is_the_same(tmp_path: Path) -> None:
+    k = 3
+    docs = make_set(7, k, 1500, "one_block")
+    path = str(tmp_path / "idx")
+    rng = random.Random(3)
+    index = BlockIndex(path, k=k, **FORCED)  # type: ignore[arg-type]
+    for i, (doc, fp) in enumerate(docs.items()):
+        index.insert(fp, doc, ts=float(i))
+    for doc in list(docs)[:100]:
+        index.delete(doc)
+        del docs[doc]
+    before = index.stats()
+    queries = [rng.choice(list(docs.values())) for _ in range(50)]
+    answers = [index.query(q) for q in queries]
+    index.close()
+
+    reopened = BlockIndex(path, k=k, **FORCED)  # type: ignore[arg-type]
+    after = reopened.stats()
+    assert after.documents == before.documents == len(docs)
+    assert after.splits == before.splits > 0
+    assert after.entries == before.entries
+    assert [reopened.query(q) for q in queries] == answers
+    check(reopened, docs, k, rng)
+    # The reopened index keeps working: new documents get fresh handles, old ones expire.
+    reopened.insert(queries[0], "new-doc", ts=1e9)
+    assert "new-doc" in {h.doc_id for h in reopened.query(queries[0])}
+    assert reopened.expire(1e8) == len(docs)
+    assert [h.doc_id for h in reopened.query(queries[0])] == ["new-doc"]
+    reopened.close()
+
+
+def test_reopen_with_other_k_is_refused(tmp_path: Path) -> None:
+    BlockIndex(str(tmp_path / "i"), k=3).close()
+    with pytest.raises(ValueError, match="built with"):
+        BlockIndex(str(tmp_path / "i"), k=2)
+
+
+def test_tiny_cache_gives_the_same_answers() -> None:
+    docs = make_set(11, 3, 800, "two_blocks")
+    small = BlockIndex(k=3, cache_bytes=4096, **FORCED)  # type: ignore[arg-type]
+    for doc, fp in docs.items():
+        small.insert(fp, doc)
+    assert len(small.cache) < 20  # evicting all the time
+    check(small, docs, 3, random.Random(2))
+    assert small.stats().cache_misses > 0
