@@ -1,0 +1,148 @@
+"""The Faust application of one worker: topics, tables and the three agents.
+
+Faust does the consuming, the consumer group, co-partitioned assignment (all our topics have the
+same partition count, so partition i of the probe topic, of the block table and of the gather
+topic land on one worker) and table recovery from the changelogs. Output goes through ``Output``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import faust
+from faust.types import EventT
+
+from stream.fingerprint import FingerprintConfig
+from stream.service import metrics
+from stream.service.messages import ProbeItem, Source, loads
+from stream.service.output import Output
+from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
+from stream.service.settings import Settings
+from stream.service.tablestore import FaustTableStore
+
+log = logging.getLogger("dedup.worker")
+
+RAW = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+RAW_TOPIC: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
+BLOCKS_TABLE = "blocks"  # names fixed by topology/topics.yaml: {app_id}-blocks-changelog
+GATHER_TABLE = "gather_state"
+
+
+def _source(event: EventT) -> Source:
+    m = event.message
+    return Source(m.topic, m.partition, m.offset, float(m.timestamp))
+
+
+class DedupApp:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = s = settings
+        topology = s.topology()
+        self.app = faust.App(
+            s.app_id,
+            broker=s.faust_broker,
+            broker_credentials=s.security.faust(),
+            datadir=str(s.data_dir),
+            store="rocksdb://",
+            web_enabled=False,
+            topic_partitions=s.partitions,
+            topic_replication_factor=s.replication,
+            topic_allow_declare=True,
+            table_standby_replicas=s.standby_replicas,
+            consumer_auto_offset_reset="earliest",
+            broker_rebalance_timeout=s.rebalance_timeout,
+            broker_session_timeout=max(s.rebalance_timeout, 10.0),
+            broker_heartbeat_interval=1.0,
+            broker_commit_every=s.batch_size * 4,
+            broker_commit_interval=1.0,
+            key_serializer="raw",
+            value_serializer="raw",
+            stream_buffer_maxsize=max(4096, s.batch_size * 8),
+            consumer_max_fetch_size=4 << 20,
+        )
+        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}))
+        self.topics = Topics(
+            probe=topology.internal_name("probe"),
+            gather=topology.internal_name("gather"),
+            verdicts=s.verdicts_topic,
+            dlq=s.dlq_topic,
+            partitions=s.partitions,
+        )
+        table_options = {"driver": "rocksdict"}
+        self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.partitions, schema=RAW,
+                                     options=dict(table_options))
+        self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.partitions, schema=RAW,
+                                           options=dict(table_options))
+        self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
+        self.probe_topic = self.app.topic(self.topics.probe, partitions=s.partitions, internal=True, **RAW_TOPIC)
+        self.gather_topic = self.app.topic(self.topics.gather, partitions=s.partitions, internal=True, **RAW_TOPIC)
+
+        config = FingerprintConfig(segmenter=s.segmenter or "auto")
+        self.documents = DocumentStage(config, s.k, self.topics, self.output)
+        self._block_stores: dict[int, FaustTableStore] = {}
+        self._gather_stores: dict[int, FaustTableStore] = {}
+        self.probes = ProbeStage(config, s.k, self.topics, self.output,
+                                 lambda p: self._store(self.blocks, self._block_stores, p))
+        self.gather = GatherStage(self.topics, self.output,
+                                  lambda p: self._store(self.gather_state, self._gather_stores, p))
+        self._define_agents()
+
+    def _store(self, table: Any, cache: dict[int, FaustTableStore], partition: int) -> FaustTableStore:
+        db = table.data._db_for_partition(partition)
+        store = cache.get(partition)
+        if store is None or store.db is not db:  # Faust reopened the partition after a rebalance
+            store = cache[partition] = FaustTableStore(table, partition, self.output)
+        return store
+
+    async def _flush(self) -> None:
+        await self.output.flush()
+
+        def persist(topic: str, partition: int, offset: int) -> None:
+            # what Faust's own changelog callback does: recovery then starts after this offset
+            for table in (self.blocks, self.gather_state):
+                if table.changelog_topic.get_topic_name() == topic:
+                    table.data.set_persisted_offset(faust.types.TP(topic, partition), offset)
+
+        self.output.take_delivered(persist)
+
+    def _define_agents(self) -> None:
+        s = self.settings
+
+        @self.app.agent(self.documents_topic)
+        async def documents(stream: faust.StreamT) -> None:
+            async for events in stream.take_events(s.batch_size, within=s.batch_within):
+                t0 = time.perf_counter()
+                self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
+                await self._flush()
+                metrics.BATCH_SECONDS.labels("documents").observe(time.perf_counter() - t0)
+
+        @self.app.agent(self.probe_topic)
+        async def probe(stream: faust.StreamT) -> None:
+            async for events in stream.take_events(64, within=s.batch_within):
+                t0 = time.perf_counter()
+                for e in events:
+                    items = [ProbeItem.from_json(d) for d in loads(e.value)]
+                    self.probes.handle(e.message.partition, items)
+                await self._flush()
+                metrics.BATCH_SECONDS.labels("probe").observe(time.perf_counter() - t0)
+
+        @self.app.agent(self.gather_topic)
+        async def gather(stream: faust.StreamT) -> None:
+            async for events in stream.take_events(64, within=s.batch_within):
+                t0 = time.perf_counter()
+                by_partition: dict[int, list[dict[str, Any]]] = {}
+                for e in events:
+                    by_partition.setdefault(e.message.partition, []).extend(loads(e.value))
+                for partition, entries in by_partition.items():
+                    self.gather.handle(partition, entries)
+                await self._flush()
+                metrics.BATCH_SECONDS.labels("gather").observe(time.perf_counter() - t0)
+
+        self.app.on_partitions_revoked.connect(self._on_revoked)
+
+    async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
+        parts = {tp.partition for tp in revoked if tp.topic == self.topics.probe}
+        self.probes.forget(parts)
+        for p in parts:
+            self._block_stores.pop(p, None)

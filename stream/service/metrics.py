@@ -1,0 +1,20 @@
+"""Prometheus metrics of a worker (prometheus-client); served only if ``metrics_port`` is set."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram, start_http_server
+
+DOCUMENTS = Counter("dedup_documents_total", "Input documents consumed")
+DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the dead-letter topic", ["stage"])
+PROBES = Counter("dedup_probes_total", "Per-partition document probes run")
+CANDIDATES = Counter("dedup_candidates_total", "Index candidates verified")
+VERDICTS = Counter("dedup_verdicts_total", "Verdicts published", ["verdict", "revised"])
+REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents")
+BATCH_SECONDS = Histogram("dedup_batch_seconds", "Time to process one agent batch", ["agent"],
+                          buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+LATENCY = Histogram("dedup_verdict_latency_seconds", "Input record timestamp to verdict publish",
+                    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+
+
+def serve(port: int, host: str = "127.0.0.1") -> None:
+    start_http_server(port, addr=host)

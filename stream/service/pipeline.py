@@ -1,0 +1,214 @@
+"""The three stages of the worker as plain classes (Kafka I/O through ``Output``; no Faust here).
+
+1. ``DocumentStage``: parse, fingerprint, route: one probe message per target partition per
+   batch, one gather header per document (grouped per gather partition).
+2. ``ProbeStage``: partition-local ``Detector.probe`` on a BlockIndex over the partition's table.
+3. ``GatherStage``: per-document answers -> verdict (+ revisions of later documents).
+
+``stream.service.app`` wires them to Faust agents. Each stage's ``handle`` returns nothing; the
+agent flushes ``Output`` before acknowledging its batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stream.detect import Detector, build_verdict
+from stream.detect.verdict import later_matches
+from stream.errors import DedupError
+from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
+from stream.index import BlockIndex, MemoryStore
+from stream.index.store import KVStore
+from stream.service import metrics
+from stream.service.gather import GatherState
+from stream.service.messages import (
+    ProbeItem,
+    Source,
+    b64,
+    dead_letter,
+    dumps,
+    loads,
+    match_from_wire,
+    match_to_wire,
+    unb64,
+)
+from stream.service.output import Output
+from stream.service.routing import doc_partition, tables_by_partition
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a stage needs of one consumed Kafka record."""
+
+    key: bytes | None
+    value: bytes | None
+    source: Source
+
+
+@dataclass(frozen=True)
+class Topics:
+    probe: str
+    gather: str
+    verdicts: str
+    dlq: str
+    partitions: int
+
+
+class DocumentStage:
+    def __init__(self, config: FingerprintConfig, k: int, topics: Topics, output: Output) -> None:
+        self.fingerprinter = Fingerprinter(config)
+        # routing only needs the table layout (k, bands), never any state
+        self.router = BlockIndex(None, k=k, bands=config.bands, store=MemoryStore())
+        self.topics = topics
+        self.output = output
+
+    def handle(self, records: Sequence[Record]) -> None:
+        probes: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        headers: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        n = self.topics.partitions
+        for rec in records:
+            metrics.DOCUMENTS.inc()
+            stage = "parse"
+            try:
+                if rec.value is None:
+                    raise DedupError("empty record value (tombstone)")
+                doc = parse_document(rec.value)
+                stage = "fingerprint"
+                fp = self.fingerprinter.fingerprint(doc)
+            except Exception as exc:  # a bad record is a dead letter, never a crashed worker
+                metrics.DEAD_LETTERS.labels(stage).inc()
+                error = f"{type(exc).__name__}: {exc}"
+                self.output.send(self.topics.dlq, rec.key, dead_letter(error, stage, rec.source, rec.key, rec.value),
+                                 headers=[("dedup-error", error.encode()[:1000]), ("dedup-stage", stage.encode())])
+                continue
+            order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
+            targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
+            raw = fp.to_bytes()
+            round_id = rec.source.round_id
+            for partition, tables in targets.items():
+                probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables).to_json())
+            headers[doc_partition(doc.id, n)].append({
+                "t": "expect", "doc": doc.id, "round": round_id, "expected": len(targets), "fp": b64(raw),
+                "order": list(order), "source": rec.source.to_json(),
+            })
+        for partition, items in probes.items():
+            self.output.send(self.topics.probe, str(partition).encode(), dumps(items), partition=partition)
+        for partition, entries in headers.items():
+            self.output.send(self.topics.gather, str(partition).encode(), dumps(entries), partition=partition)
+
+
+class ProbeStage:
+    """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
+
+    def __init__(self, config: FingerprintConfig, k: int, topics: Topics, output: Output,
+                 store_for: Callable[[int], KVStore], threshold: float = 0.8) -> None:
+        self.config, self.k, self.topics, self.output = config, k, topics, output
+        self.store_for = store_for
+        self.threshold = threshold
+        self._detectors: dict[int, tuple[KVStore, Detector]] = {}
+
+    def detector(self, partition: int) -> Detector:
+        store = self.store_for(partition)
+        cached = self._detectors.get(partition)
+        if cached is not None and cached[0] is store:
+            return cached[1]
+        # a new store object means Faust (re)opened the partition: drop the old read cache
+        index = BlockIndex(None, k=self.k, bands=self.config.bands, store=store)
+        detector = Detector(index, store, threshold=self.threshold)
+        self._detectors[partition] = (store, detector)
+        return detector
+
+    def forget(self, partitions: set[int]) -> None:
+        for p in partitions:
+            self._detectors.pop(p, None)
+
+    def handle(self, partition: int, items: Sequence[ProbeItem]) -> None:
+        detector = self.detector(partition)
+        answers: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for item in items:
+            fp = Fingerprint.from_bytes(item.fp)
+            before = detector.candidates
+            matches = detector.probe(fp, item.order, tables=item.tables)
+            metrics.PROBES.inc()
+            metrics.CANDIDATES.inc(detector.candidates - before)
+            answers[doc_partition(item.doc, self.topics.partitions)].append({
+                "t": "answer", "doc": item.doc, "round": item.round, "part": partition,
+                "matches": [match_to_wire(m) for m in matches],
+            })
+        detector.index.flush()
+        for gp, entries in answers.items():
+            self.output.send(self.topics.gather, str(gp).encode(), dumps(entries), partition=gp)
+
+
+class GatherStage:
+    """Collects answers per document in the gather table (``store_for(partition)``)."""
+
+    def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
+
+    def handle(self, partition: int, entries: Sequence[dict[str, Any]]) -> None:
+        store = self.store_for(partition)
+        states: dict[str, GatherState] = {}
+        publish: set[str] = set()
+        for entry in entries:
+            doc = str(entry["doc"])
+            state = states.get(doc)
+            if state is None:
+                raw = store.get(doc.encode())
+                state = GatherState.from_json(loads(raw)) if raw else GatherState(doc)
+                states[doc] = state
+            kind = entry["t"]
+            if kind == "expect":
+                order = (float(entry["order"][0]), str(entry["order"][1]))
+                if state.expect(entry["round"], int(entry["expected"]), unb64(entry["fp"]), order,
+                                Source.from_json(entry["source"])):
+                    publish.add(doc)
+            elif kind == "answer":
+                matches = [match_from_wire(w) for w in entry["matches"]]
+                if state.answer(entry["round"], int(entry["part"]), matches):
+                    publish.add(doc)
+            elif kind == "revise":
+                if state.revise(match_from_wire(entry["match"])):
+                    publish.add(doc)
+        revisions: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for doc in publish:
+            state = states[doc]
+            self._publish(state)
+            assert state.order is not None
+            me = state.matches  # revisions: tell each later match about this document
+            fp = Fingerprint.from_bytes(state.fp) if state.fp else None
+            for m in later_matches(state.order, me.values()):
+                if fp is None:
+                    break
+                mine = match_to_wire(type(m)(doc, m.distance, m.similarity, state.order, m.exact))
+                revisions[doc_partition(m.id, self.topics.partitions)].append(
+                    {"t": "revise", "doc": m.id, "match": mine})
+                metrics.REVISIONS.inc()
+        for doc, state in states.items():
+            store.put(doc.encode(), dumps(state.to_json()))
+        for gp, items in revisions.items():
+            self.output.send(self.topics.gather, str(gp).encode(), dumps(items), partition=gp)
+
+    def _publish(self, state: GatherState) -> None:
+        assert state.fp is not None and state.order is not None and state.source is not None
+        fp = Fingerprint.from_bytes(state.fp)
+        verdict = build_verdict(fp, state.order, state.matches.values())
+        now = self.clock()
+        body = verdict.to_json()
+        body.update({
+            "source": state.source.to_json(),
+            "processed_at": round(now, 6),
+            "schema": fp.schema,
+            "order": list(state.order),
+            "revised": state.revised,
+        })
+        state.published = True
+        self.output.send(self.topics.verdicts, state.doc.encode(), dumps(body))
+        metrics.VERDICTS.labels(verdict.verdict, str(state.revised).lower()).inc()
+        if not state.revised:
+            metrics.LATENCY.observe(max(0.0, now - state.source.timestamp))

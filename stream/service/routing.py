@@ -1,0 +1,29 @@
+"""Which Kafka partition owns what: block-table buckets and per-document gather state.
+
+Stable hashes only (crc32): every worker, on every machine and after every restart, must route a
+bucket to the same partition. Python's ``hash()`` is salted per process and would scatter state.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable
+
+
+def bucket_partition(table: int, prefix: bytes, partitions: int) -> int:
+    """Partition owning the top-level bucket ``prefix`` of ``table`` and all its split descendants."""
+    return zlib.crc32(prefix, table) % partitions
+
+
+def doc_partition(doc_id: str, partitions: int) -> int:
+    """Gather partition of a document (its answers, revisions and verdict state meet there)."""
+    return zlib.crc32(doc_id.encode("utf-8", "surrogatepass")) % partitions
+
+
+def tables_by_partition(routing_keys: Iterable[tuple[int, bytes]], partitions: int) -> dict[int, list[int]]:
+    """Group a document's (table, bucket prefix) routing keys by owning partition."""
+    grouped: dict[int, list[int]] = defaultdict(list)
+    for table, prefix in routing_keys:
+        grouped[bucket_partition(table, prefix, partitions)].append(table)
+    return dict(grouped)

@@ -1,0 +1,189 @@
+"""Worker settings: defaults < config file (YAML) < environment (DEDUP_*) < command-line options.
+
+Kafka security (SASL/SSL) is passed through to both clients we use: Faust/aiokafka (worker) and
+confluent-kafka (publish, verdicts, topology).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stream.errors import ConfigError
+from topology import Topology, load_topology
+
+ENV_PREFIX = "DEDUP_"
+
+
+@dataclass(frozen=True)
+class Security:
+    protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    sasl_mechanism: str | None = None  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    def confluent(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {"security.protocol": self.protocol}
+        optional = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+            "ssl.ca.location": self.ssl_cafile,
+            "ssl.certificate.location": self.ssl_certfile,
+            "ssl.key.location": self.ssl_keyfile,
+        }
+        conf.update({k: v for k, v in optional.items() if v})
+        return conf
+
+    def faust(self) -> Any:
+        """A faust credentials object, or None for PLAINTEXT."""
+        if self.protocol == "PLAINTEXT":
+            return None
+        import ssl
+
+        import faust
+
+        context = None
+        if "SSL" in self.protocol:
+            context = ssl.create_default_context(cafile=self.ssl_cafile)
+            if self.ssl_certfile:
+                context.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
+        if "SASL" in self.protocol:
+            return faust.SASLCredentials(
+                username=self.sasl_username,
+                password=self.sasl_password,
+                mechanism=self.sasl_mechanism or "PLAIN",
+                ssl_context=context,
+            )
+        return faust.SSLCredentials(context)
+
+
+@dataclass(frozen=True)
+class Settings:
+    broker: str | None = None  # kafka://host:port[;host:port]; None = start the embedded broker
+    app_id: str = "dedup"
+    data_dir: Path = Path("dedup-data")
+    partitions: int = 8
+    replication: int = 1
+    documents_topic: str = "documents"
+    verdicts_topic: str = "verdicts"
+    dlq_topic: str = "documents.dlq"
+    # batching: agent 1 takes up to batch_size documents or waits batch_within seconds
+    batch_size: int = 256
+    batch_within: float = 0.02
+    standby_replicas: int = 0  # standbys double changelog reads; 1 gives faster fail-over
+    # how long a consumer-group rebalance waits for members; a new group also waits this long on
+    # tansu (measured: join = rebalance timeout + ~1 s), so the embedded broker uses a short one
+    rebalance_timeout: float = 10.0
+    segmenter: str | None = None  # None = the fingerprinter's default (recorded in the schema)
+    k: int = 3
+    metrics_port: int | None = None  # Prometheus endpoint (prometheus-client) if set
+    log_level: str = "warning"
+    security: Security = field(default_factory=Security)
+
+    # -- derived ---------------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,host:port`` for confluent-kafka / kafka-python."""
+        if not self.broker:
+            raise ConfigError("no broker configured")
+        hosts = self.broker.replace("kafka://", "").replace(";", ",")
+        return ",".join(h.strip() for h in hosts.split(",") if h.strip())
+
+    @property
+    def faust_broker(self) -> str:
+        return ";".join(f"kafka://{h}" for h in self.bootstrap.split(","))
+
+    def confluent(self, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap, **self.security.confluent(), **extra}
+
+    def topology(self) -> Topology:
+        return load_topology(
+            app_id=self.app_id,
+            partitions=self.partitions,
+            replication=self.replication,
+            documents=self.documents_topic,
+            verdicts=self.verdicts_topic,
+            dlq=self.dlq_topic,
+        )
+
+    def with_overrides(self, **values: Any) -> Settings:
+        return replace(self, **{k: v for k, v in values.items() if v is not None})
+
+
+_SECURITY_FIELDS = {f.name for f in fields(Security)}
+_SETTINGS_FIELDS = {f.name for f in fields(Settings)} - {"security"}
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if name == "data_dir":
+        return Path(str(raw))
+    if name in {"partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port"}:
+        try:
+            return int(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+    if name in {"batch_within", "rebalance_timeout"}:
+        return float(raw)
+    return str(raw)
+
+
+def load_settings(config_file: str | Path | None = None, env: dict[str, str] | None = None,
+                  **overrides: Any) -> Settings:
+    """Settings from (in rising priority) defaults, a YAML config file, DEDUP_* env, ``overrides``.
+
+    The config file may also come from $DEDUP_CONFIG. Security keys live under ``security:`` in
+    the file and as DEDUP_SECURITY_PROTOCOL, DEDUP_SASL_USERNAME, ... in the environment.
+    """
+    env = dict(os.environ if env is None else env)
+    values: dict[str, Any] = {}
+    security: dict[str, Any] = {}
+    config_file = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if config_file:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {path} must hold a mapping")
+        for key, value in data.items():
+            key = str(key).replace("-", "_")
+            if key == "security" and isinstance(value, dict):
+                security.update({str(k).replace("-", "_"): v for k, v in value.items()})
+            elif key in _SETTINGS_FIELDS:
+                values[key] = _coerce(key, value)
+            else:
+                raise ConfigError(f"config file {path}: unknown setting {key!r}")
+    for name in _SETTINGS_FIELDS:
+        if ENV_PREFIX + name.upper() in env:
+            values[name] = _coerce(name, env[ENV_PREFIX + name.upper()])
+    env_security = {"protocol": "SECURITY_PROTOCOL"}
+    for name in _SECURITY_FIELDS:
+        var = ENV_PREFIX + env_security.get(name, name.upper())
+        if var in env:
+            security[name] = env[var]
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key in _SECURITY_FIELDS:
+            security[key] = value
+        elif key in _SETTINGS_FIELDS:
+            values[key] = _coerce(key, value)
+        else:
+            raise ConfigError(f"unknown setting {key!r}")
+    unknown = set(security) - _SECURITY_FIELDS
+    if unknown:
+        raise ConfigError(f"unknown security settings: {sorted(unknown)}")
+    if values.get("broker") == "":
+        values["broker"] = None
+    return Settings(**values, security=Security(**security))
