@@ -71,7 +71,7 @@ class _Record(NamedTuple):
 
 def ts_key(ts: float) -> bytes:
     """8 bytes whose byte order is the numeric order of ``ts`` (IEEE 754 with the sign handled)."""
-    (bits,) = struct.unpack(">Q", struct.pack(">d", ts))
+    (bits,) = struct.unpack(">Q", struct.pack(">d", ts + 0.0))  # + 0.0 turns -0.0 into 0.0
     return (bits ^ _ALL if bits & _SIGN else bits | _SIGN).to_bytes(8, "big")
 
 

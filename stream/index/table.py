@@ -138,14 +138,15 @@ class SplitPolicy:
     split if size >= min_split and (size > (1 + mu) x mean size of its level, or size > cap)
     and the split does not make queries dearer: for a query drawn from the bucket's own entries the
     expected candidates after it, sum over sub-buckets of size^2 / size, stay within
-    (1 + 1/groups) x size. Without that guard a cluster of identical or near-identical fingerprints
-    (templated or empty documents) would be copied into every sub-bucket at every level,
-    (k + 1)^levels times, without ever getting smaller. The slack of 1/groups lets one group stay
-    concentrated (entries sharing two blocks still share the first sub-block; that sub-bucket
-    re-splits on its own at the next level), while two concentrated groups already cost 2 x size.
-    It also bounds the copies: at most one sub-bucket can hold more than half of the entries, so
-    re-splits chain down one branch instead of fanning out. A refused bucket is retried when its
-    size has doubled.
+    (1 + 1/groups) x size (a one-group band split must lower them).
+
+    Without that guard a cluster of identical or near-identical fingerprints (templated or empty
+    documents) would be copied into every sub-bucket at every level, (k + 1)^levels times, without
+    ever getting smaller. The slack of 1/groups lets one group stay concentrated (entries sharing
+    two blocks still share the first sub-block; that sub-bucket re-splits on its own at the next
+    level), while two concentrated groups already cost 2 x size. It also bounds the copies: at most
+    one sub-bucket can hold more than half of the entries, so re-splits chain down one branch
+    instead of fanning out. A refused bucket is retried when its size has doubled.
     """
 
     mu: float = 2.0
@@ -292,7 +293,9 @@ class BucketTable:
         size = len(entry_keys)
         # Expected candidates after the split for a query drawn from the bucket's own entries.
         expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
-        if expected > (1.0 + 1.0 / groups) * size:
+        # One group (a band adding a row) must shrink something; k + 1 groups get the slack below.
+        limit = (1.0 + 1.0 / groups) * size if groups > 1 else size - 1
+        if expected > limit:
             bucket.refused_at = size
             self.stats.refused[self.kind] += 1
             return 0

@@ -1,0 +1,185 @@
+"""Band tables, ``tables=`` restriction, routing keys, redelivery, statistics and the split schemes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream.index import BlockIndex, MemoryStore
+from stream.index.schemes import LshBand, SimhashBlocks, near_equal_widths
+from stream.index.stats import size_bin
+
+MASK = (1 << 64) - 1
+
+
+def test_block_widths_cover_the_fingerprint() -> None:
+    assert near_equal_widths(64, 4) == (16, 16, 16, 16)
+    assert near_equal_widths(48, 4) == (12, 12, 12, 12)
+    assert near_equal_widths(64, 3) == (22, 21, 21)
+    for k in range(1, 12):
+        widths = near_equal_widths(64, k + 1)
+        assert sum(widths) == 64 and max(widths) - min(widths) <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, MASK), st.sampled_from([1, 2, 3, 5, 7]), st.data())
+def test_simhash_payload_round_trips_and_subblocks_are_lossless(fp: int, k: int, data: st.DataObject) -> None:
+    block = data.draw(st.integers(0, k))
+    scheme = SimhashBlocks(64, k, block)
+    top = scheme.top((fp, 0))
+    payload = scheme.payload(fp, (fp, 0))
+    assert scheme.source_of(top, payload) == (fp, 0)
+    assert scheme.decode(top, [payload]).tolist() == [fp]
+    # A neighbour that shares the block shares, at every split level, at least one sub-block.
+    flips = data.draw(st.lists(st.integers(0, 63), max_size=k, unique=True))
+    other = fp
+    for bit in flips:
+        other ^= 1 << bit
+    if scheme.top((other, 0)) != top:
+        return
+    mine, theirs = scheme.root_state((fp, 0)), scheme.root_state((other, 0))
+    while scheme.groups(mine):
+        pairs = [(scheme.child(mine, g), scheme.child(theirs, g)) for g in range(scheme.groups(mine))]
+        shared = [g for g, ((v1, _), (v2, _)) in enumerate(pairs) if v1 == v2]
+        assert shared, "pigeonhole: one sub-block must match"
+        (_, mine), (_, theirs) = pairs[shared[0]]
+
+
+def test_band_scheme_descends_by_extension_rows() -> None:
+    band = LshBand()
+    ext = 0x0004_0003_0002_0001
+    state = band.root_state((99, ext))
+    rows = []
+    while band.groups(state):
+        value, state = band.child(state, 0)
+        rows.append(int.from_bytes(value, "big"))
+    assert rows == [1, 2, 3, 4]  # row j sits at bits 16j (stream.fingerprint.bands packing)
+
+
+def test_band_tables_find_same_band_only() -> None:
+    idx = BlockIndex(k=3, bands=2)
+    far_a, far_b, far_c = 0, MASK, 0x00FF00FF00FF00FF  # far apart in Hamming distance
+    idx.insert(far_a, "a", bands=[(111, 5), (222, 6)])
+    idx.insert(far_b, "b", bands=[(111, 7), (333, 8)])
+    idx.insert(far_c, "c", bands=[(444, 9), (555, 10)])
+    hits = idx.query(far_a, bands=[(111, 0), (999, 0)])
+    assert {h.doc_id: (h.via, h.distance) for h in hits} == {"a": ("simhash", 0), "b": ("band", 64)}
+    assert [h.doc_id for h in idx.query(12345 << 20, bands=[(444, 0), (0, 0)])] == ["c"]
+    assert idx.query(0x0F0F0F0F0F0F0F0F, bands=[(1, 0), (2, 0)]) == []
+    with pytest.raises(ValueError, match="bands"):
+        idx.query(0, bands=[(1, 0)])  # one band for two band tables
+
+
+def test_hot_band_bucket_resplits_by_rows_lossy() -> None:
+    idx = BlockIndex(k=3, bands=1, split_mu=0.0, split_cap=4, min_split=4)
+    rng = random.Random(1)
+    high_rows = rng.getrandbits(48) << 16  # extension rows 2..4 shared: only row 1 can split
+    for i in range(40):  # one hot band value; the first extension row takes 4 values
+        idx.insert(rng.getrandbits(64), f"d{i}", bands=[(7, high_rows | i % 4)])
+    stats = idx.stats().kinds["band"]
+    assert stats.splits == 1 and [level.buckets for level in stats.levels] == [0, 4]
+    assert stats.refused_splits > 0  # the shared rows would not shrink the sub-buckets
+    hits = idx.query(rng.getrandbits(64), bands=[(7, high_rows | 2)])  # descends into row 1 = 2 only
+    band_ids = {h.doc_id for h in hits if h.via == "band"}
+    assert band_ids == {f"d{i}" for i in range(40) if i % 4 == 2}  # lossy: other rows are not found
+
+
+def test_tables_restriction_and_routing_prefixes() -> None:
+    store = MemoryStore()
+    idx = BlockIndex(k=3, bands=1, store=store, split_mu=0.0, split_cap=4, min_split=4)
+    rng = random.Random(5)
+    hot = 0xABCD << 48
+    fps = [hot | rng.getrandbits(48) for _ in range(60)]  # table 0 splits several levels deep
+    for i, fp in enumerate(fps):
+        idx.insert(fp, f"d{i}", bands=[(i % 3, rng.getrandbits(64))], tables={0, 4})
+    assert idx.stats().kinds["simhash"].splits > 0
+    # Every bucket key (entries, markers, sub-buckets) starts with a routing prefix of table 0 or 4.
+    prefixes = {p for i, fp in enumerate(fps) for t, p in idx.routing_keys(fp, [(i % 3, 0)]) if t in (0, 4)}
+    bucket_keys = [key for key, _ in store.scan_prefix(b"") if key[0] < 0xFC]
+    assert bucket_keys and all(any(key.startswith(p) for p in prefixes) for key in bucket_keys)
+    assert {key[0] for key in bucket_keys} == {0, 4}
+    routes = idx.routing_keys(fps[0], [(0, 0)])
+    assert [t for t, _ in routes] == [0, 1, 2, 3, 4]
+    assert routes[0][1] == b"\x00\xab\xcd" and routes[4][1] == b"\x04" + (0).to_bytes(8, "big")
+    # Queries restricted to table 1 see nothing; table 0 sees the exact match.
+    assert idx.query(fps[0], tables={1}) == []
+    assert [h.doc_id for h in idx.query(fps[0], tables={0})] == ["d0"]
+    # Adding table 1 later for the same document extends it (redelivery to another shard owner).
+    idx.insert(fps[0], "d0", bands=[(0, 0)], tables={1})
+    assert [h.doc_id for h in idx.query(fps[0], tables={1})] == ["d0"]
+    with pytest.raises(ValueError, match="unknown table"):
+        idx.query(0, tables={9})
+
+
+def test_redelivery_is_idempotent_and_new_fingerprint_replaces() -> None:
+    store = MemoryStore()
+    idx = BlockIndex(k=3, store=store)
+    idx.insert(0xFFFF, "doc", ts=5.0)
+    keys = len(store)
+    idx.insert(0xFFFF, "doc", ts=5.0)
+    assert len(store) == keys and len(idx) == 1
+    assert [(h.doc_id, h.ts) for h in idx.query(0xFFFF)] == [("doc", 5.0)]
+    idx.insert(MASK, "doc", ts=6.0)
+    assert idx.query(0xFFFF) == [] and len(idx) == 1
+    assert [(h.doc_id, h.distance, h.ts) for h in idx.query(MASK ^ 1)] == [("doc", 1, 6.0)]
+    assert idx.stats().entries == 4
+
+
+def test_unicode_and_odd_doc_ids() -> None:
+    idx = BlockIndex(k=3)
+    ids = ["", "新闻/2024/页面?id=1", "\x00\xff", "a" * 500, "\ud800lone-surrogate"]
+    for i, doc in enumerate(ids):
+        idx.insert(i, doc)
+    assert {h.doc_id for h in idx.query(0)} == set(ids)
+    for doc in ids:
+        assert idx.delete(doc)
+    assert idx.query(0) == [] and len(idx) == 0
+
+
+def test_expire_is_by_event_time_including_negative() -> None:
+    idx = BlockIndex(k=3)
+    for i, ts in enumerate([-5.0, -0.0, 0.0, 1.5, 1e12]):
+        idx.insert(i, f"d{i}", ts=ts)
+    assert idx.expire(0.0) == 1  # only -5.0 (-0.0 == 0.0 is not < 0.0)
+    assert idx.expire(2.0) == 3
+    assert [h.doc_id for h in idx.query(4)] == ["d4"]
+    with pytest.raises(ValueError):
+        idx.insert(1, "nan", ts=float("nan"))
+
+
+def test_stats_histograms_and_candidates() -> None:
+    idx = BlockIndex(k=3, split_mu=0.0, split_cap=16, min_split=16)
+    rng = random.Random(9)
+    for i in range(500):
+        idx.insert(0x1234 << 48 | rng.getrandbits(48), f"h{i}")  # one hot block in table 0
+    for i in range(500):
+        idx.insert(rng.getrandbits(64), f"u{i}")
+    for _ in range(50):
+        idx.query(0x1234 << 48 | rng.getrandbits(48))
+    stats = idx.stats()
+    simhash = stats.kinds["simhash"]
+    assert stats.documents == 1000 and simhash.splits >= 1
+    for level in simhash.levels:
+        assert sum(level.size_histogram.values()) == level.buckets
+        assert level.buckets == 0 or level.mean_size == pytest.approx(level.entries / level.buckets)
+    assert stats.entries == sum(level.entries for level in simhash.levels)
+    assert simhash.levels[1].entries >= 4 * 16  # a split copies each entry into k + 1 sub-buckets
+    # The hot bucket (500 entries) is split, so a query into it sees far fewer candidates.
+    assert simhash.queries == 50 and 0 < simhash.candidates_mean < 150 and simhash.candidates_max < 250
+    assert stats.to_dict()["documents"] == 1000
+
+
+def test_resplit_off_keeps_one_level() -> None:
+    idx = BlockIndex(k=3, resplit=False, split_cap=2, min_split=1)
+    for i in range(100):
+        idx.insert(0xFFFF << 48 | i, f"d{i}")
+    assert idx.stats().splits == 0 and len(idx.stats().kinds["simhash"].levels) == 1
+    idx.query(0xFFFF << 48)
+    assert idx.stats().kinds["simhash"].candidates_max >= 100
+
+
+def test_size_bins() -> None:
+    assert [size_bin(n) for n in (1, 2, 3, 4, 7, 8)] == [1, 2, 2, 3, 3, 4]
