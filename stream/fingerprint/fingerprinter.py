@@ -127,12 +127,17 @@ class Fingerprinter:
             return simhash(shingles)
         from stream.text.weights import weigh
 
-        tokens = self.segmenter.cut(content)
+        pos = None
+        if self.config.pos_tags:
+            tagged = self.segmenter.cut_pos(content)
+            tokens, pos = [w for w, _ in tagged], [t for _, t in tagged]
+        else:
+            tokens = self.segmenter.cut(content)
         if self.stream_idf is not None:
             # seed 002's IDF over the stream seen so far, this document included (df >= 1)
             self.stream_idf.update(tokens)
         title_tokens = self.segmenter.cut(title) if title else []
-        weights = weigh(tokens, self.config.weighting, title_tokens=title_tokens, idf=self.idf)
+        weights = weigh(tokens, self.config.weighting, title_tokens=title_tokens, pos=pos, idf=self.idf)
         if doc.fields:
             from stream.text.fields import field_features
 
