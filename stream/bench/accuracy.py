@@ -186,6 +186,8 @@ def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers:
     for w in weightings:
         if w == "shingles":
             cfg = config.with_(simhash_features="shingles")
+        elif w == "seed004+pos":
+            cfg = config.with_(simhash_features="words", weighting="seed004", pos_tags=True)
         else:
             cfg = config.with_(simhash_features="words", weighting=w)
         out.append((f"simhash:{w}", functools.partial(_simhash_only, cfg, k)))
@@ -219,7 +221,7 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
               help="A corpus and its ground-truth pairs (default: the two in ../shared/corpora).")
 @click.option("--limit", type=int, default=None, help="Only the first N documents of each track.")
 @click.option("-k", "k", type=int, default=3, show_default=True)
-@click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,binary,shingles", show_default=True,
+@click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,seed004+pos,binary,shingles", show_default=True,
               help="SimHash-only variants to compare ('' for none).")
 @click.option("--no-peers", is_flag=True, help="Skip the simhash and datasketch peers.")
 @click.option("--segmenter", default="jieba", show_default=True)
