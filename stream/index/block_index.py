@@ -47,6 +47,7 @@ STATS_EVERY = 512  # mutations between stats checkpoints
 FORMAT_VERSION = 1
 NUMPY_MIN = 48  # candidates from which numpy popcount beats a Python loop (measured, see _collect)
 DEFAULT_MIN_SPLIT = 64  # chosen by measurement: docs/index.md "Minimum split size"
+_RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands
 _SIGN = 1 << 63
 _ALL = (1 << 64) - 1
 
@@ -133,6 +134,7 @@ class BlockIndex:
         self._all_tables = frozenset(range(k + 1 + bands))
         self._simhash_tables = frozenset(range(k + 1))
         self._mask_len = (len(self.tables) + 7) // 8
+        self._masks: dict[frozenset[int], bytes] = {}
         raw_handle = store.get(META_NS + b"handle")
         self._next_handle = int.from_bytes(raw_handle, "big") if raw_handle else 0
         self._reserved = self._next_handle
@@ -157,7 +159,7 @@ class BlockIndex:
         self._check_fingerprint(fingerprint)
         if math.isnan(ts):
             raise ValueError("ts is NaN")
-        band_pairs = tuple((int(v), int(e)) for v, e in bands)
+        band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
         used = self._tables_for(tables, band_pairs)
         raw_handle = self.store.get(doc_key(doc_id))
         if raw_handle is not None:
@@ -182,7 +184,7 @@ class BlockIndex:
         Sorted by (distance, doc_id); one hit per document, ``via="simhash"`` when both kinds found it.
         """
         self._check_fingerprint(fingerprint)
-        band_pairs = tuple((int(v), int(e)) for v, e in bands)
+        band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
         probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
         found: dict[int, tuple[int, str]] = {}  # handle -> (distance, via)
         simhash = [leaf.bucket for table, leaves, _ in probe if table.kind == "simhash" for leaf in leaves]
@@ -391,13 +393,18 @@ class BlockIndex:
         return None if value is None else self._decode_record(value)
 
     def _encode_record(self, record: _Record) -> bytes:
-        mask = sum(1 << t for t in record.tables).to_bytes(self._mask_len, "little")
+        mask = self._masks.get(record.tables)
+        if mask is None:
+            mask = self._masks[record.tables] = sum(1 << t for t in record.tables).to_bytes(self._mask_len, "little")
+        head = _RECORD_HEAD.pack(record.fingerprint, record.ts, len(record.bands))
+        doc_id = record.doc_id.encode("utf-8", "surrogatepass")
+        if not record.bands:
+            return head + mask + doc_id
         bands = b"".join(v.to_bytes(8, "big") + e.to_bytes(8, "big") for v, e in record.bands)
-        head = struct.pack(">QdB", record.fingerprint, record.ts, len(record.bands))
-        return head + mask + bands + record.doc_id.encode("utf-8", "surrogatepass")
+        return head + mask + bands + doc_id
 
     def _decode_record(self, value: bytes) -> _Record:
-        fingerprint, ts, nbands = struct.unpack_from(">QdB", value)
+        fingerprint, ts, nbands = _RECORD_HEAD.unpack_from(value)
         pos = 17
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len

@@ -1,0 +1,1 @@
+"""Benchmarks behind `dedup bench ...`: each prints a table and saves JSON + PNG figures."""

@@ -1,0 +1,335 @@
+"""``dedup bench index``: the block index on disk vs itself without re-splitting vs simhash.SimhashIndex.
+
+For each distribution (uniform; skewed: 20% of fingerprints share one 16-bit block value; zipf: every
+16-bit block drawn from a Zipf law, exponent 1, over its 2^16 values) and size N it builds an on-disk
+index the streaming way (query, then insert, per document), then runs ``--queries`` fresh queries
+from the same distribution. Reported per document: insert and query time, candidates per query,
+disk bytes per fingerprint (RocksDB directory after flush + full compaction). The peer (1e0ng's
+SimhashIndex, k = 3, in RAM) is built by ``add`` alone (its queries degrade to scans under skew) up to
+``--peer-max`` documents, and its answers are checked against ours. A skew sweep (fraction of
+fingerprints sharing one block) shows candidates per query for the three variants.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+
+from stream.index import BlockIndex
+
+K = 3
+HOT_BLOCK = 0xBEEF  # the shared top block of the skewed distribution (same for data and queries)
+ZIPF_EXPONENT = 1.0
+
+
+@dataclass
+class Row:
+    distribution: str
+    n: int
+    variant: str  # "split" | "nosplit" | "peer"
+    insert_us: float  # per document, over the whole build
+    build_query_us: float  # per document, queries during the build (index of size 0..N)
+    query_us: float  # per query, after the build (index of size N)
+    query_plus_insert_us: float  # query_us + insert_us
+    tail_query_plus_insert_us: float  # build query + insert over the last 10% of the build
+    candidates_mean: float
+    candidates_max: int
+    hits_per_query: float
+    disk_bytes_per_fp: float | None
+    splits: int
+    build_s: float
+    agrees_with_peer: bool | None = None
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+
+def fingerprints(distribution: str, n: int, seed: int, hot_fraction: float = 0.2) -> list[int]:
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
+    if distribution == "skewed":
+        hot = rng.random(n) < hot_fraction
+        fps[hot] = (fps[hot] & np.uint64((1 << 48) - 1)) | np.uint64(HOT_BLOCK << 48)
+    elif distribution == "zipf":
+        weights = 1.0 / np.arange(1, (1 << 16) + 1) ** ZIPF_EXPONENT
+        weights /= weights.sum()
+        # A fixed permutation per block maps ranks to values, shared by data and queries.
+        perms = np.random.default_rng(12345).permuted(np.tile(np.arange(1 << 16, dtype=np.uint64), (4, 1)), axis=1)
+        fps = np.zeros(n, dtype=np.uint64)
+        for block in range(4):
+            ranks = rng.choice(1 << 16, size=n, p=weights)
+            fps |= perms[block][ranks] << np.uint64(16 * block)
+    elif distribution != "uniform":
+        raise click.BadParameter(f"unknown distribution {distribution}")
+    return [int(x) for x in fps]
+
+
+# -- measurements ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def scratch_dir(root: Path) -> Iterator[Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="index-", dir=root))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run_ours(
+    distribution: str, fps: list[int], queries: list[int], variant: str, tmp_root: Path, min_split: int | None
+) -> tuple[Row, list[set[str]]]:
+    n = len(fps)
+    kwargs: dict[str, object] = {"resplit": variant == "split"}
+    if min_split is not None:
+        kwargs["min_split"] = min_split
+    with scratch_dir(tmp_root) as path:
+        index = BlockIndex(str(path / "db"), k=K, **kwargs)  # type: ignore[arg-type]
+        ids = [f"doc-{i}" for i in range(n)]
+        tail_from = n - max(1, n // 10)
+        t_query = t_insert = t_tail = 0.0
+        clock = time.perf_counter
+        start = clock()
+        for i, fp in enumerate(fps):
+            t0 = clock()
+            index.query(fp)
+            t1 = clock()
+            index.insert(fp, ids[i], ts=float(i))
+            t2 = clock()
+            t_query += t1 - t0
+            t_insert += t2 - t1
+            if i >= tail_from:
+                t_tail += t2 - t0
+        build_s = clock() - start
+        before = index.stats().kinds["simhash"]
+        answers: list[set[str]] = []
+        t0 = clock()
+        for fp in queries:
+            answers.append({hit.doc_id for hit in index.query(fp)})
+        query_s = clock() - t0
+        after = index.stats().kinds["simhash"]
+        phase_queries = after.queries - before.queries
+        candidates = (after.candidates_mean * after.queries - before.candidates_mean * before.queries) / max(
+            phase_queries, 1
+        )
+        index.flush()
+        store = index.store
+        compact = getattr(store, "compact", None)
+        if compact is not None:
+            compact()
+        disk = getattr(store, "disk_bytes", None)
+        disk_per_fp = disk() / n if disk is not None else None
+        stats = index.stats()
+        index.close()
+    insert_us = t_insert / n * 1e6
+    query_us = query_s / max(len(queries), 1) * 1e6
+    row = Row(
+        distribution=distribution,
+        n=n,
+        variant=variant,
+        insert_us=insert_us,
+        build_query_us=t_query / n * 1e6,
+        query_us=query_us,
+        query_plus_insert_us=query_us + insert_us,
+        tail_query_plus_insert_us=t_tail / (n - tail_from) * 1e6,
+        candidates_mean=candidates,
+        candidates_max=after.candidates_max,
+        hits_per_query=sum(map(len, answers)) / max(len(answers), 1),
+        disk_bytes_per_fp=disk_per_fp,
+        splits=stats.splits,
+        build_s=build_s,
+    )
+    return row, answers
+
+
+def run_peer(distribution: str, fps: list[int], queries: list[int]) -> tuple[Row, list[set[str]]]:
+    from simhash import Simhash, SimhashIndex  # the peer is a bench-only dependency
+
+    logging.getLogger("simhash").setLevel(logging.ERROR)  # it warns on every big bucket
+    n = len(fps)
+    index = SimhashIndex([], f=64, k=K)
+    clock = time.perf_counter
+    start = clock()
+    for i, fp in enumerate(fps):
+        index.add(f"doc-{i}", Simhash(fp, f=64))
+    build_s = clock() - start
+    answers, candidates = [], []
+    t_query = 0.0
+    for fp in queries:
+        sim = Simhash(fp, f=64)
+        candidates.append(sum(len(index.bucket.get(key, ())) for key in index.get_keys(sim)))
+        t0 = clock()
+        answers.append(set(index.get_near_dups(sim)))
+        t_query += clock() - t0
+    insert_us = build_s / n * 1e6
+    query_us = t_query / max(len(queries), 1) * 1e6
+    row = Row(
+        distribution=distribution,
+        n=n,
+        variant="peer",
+        insert_us=insert_us,
+        build_query_us=float("nan"),
+        query_us=query_us,
+        query_plus_insert_us=query_us + insert_us,
+        tail_query_plus_insert_us=float("nan"),
+        candidates_mean=float(np.mean(candidates)) if candidates else 0.0,
+        candidates_max=max(candidates, default=0),
+        hits_per_query=sum(map(len, answers)) / max(len(answers), 1),
+        disk_bytes_per_fp=None,  # in RAM only
+        splits=0,
+        build_s=build_s,
+    )
+    return row, answers
+
+
+def skew_sweep(
+    fractions: list[float], n: int, queries: int, tmp_root: Path, peer: bool, log: Callable[[str], None]
+) -> list[dict[str, object]]:
+    """Candidates per query as the shared-block fraction grows (split vs nosplit vs peer)."""
+    out: list[dict[str, object]] = []
+    for fraction in fractions:
+        fps = fingerprints("skewed", n, seed=1, hot_fraction=fraction)
+        qs = fingerprints("skewed", queries, seed=2, hot_fraction=fraction)
+        for variant in ("split", "nosplit"):
+            index = BlockIndex(k=K, resplit=variant == "split")  # in memory: candidates do not depend on storage
+            for i, fp in enumerate(fps):
+                index.insert(fp, f"doc-{i}")
+            for fp in qs:
+                index.query(fp)
+            stats = index.stats().kinds["simhash"]
+            out.append({"fraction": fraction, "variant": variant, "candidates_mean": stats.candidates_mean})
+        if peer:
+            row, _ = run_peer("skewed", fps, qs[: min(len(qs), 300)])
+            out.append({"fraction": fraction, "variant": "peer", "candidates_mean": row.candidates_mean})
+        log(f"sweep {fraction:.2f}: " + ", ".join(f"{r['variant']}={r['candidates_mean']:.0f}" for r in out[-3:]))
+    return out
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+def print_table(rows: list[Row]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="dedup bench index (k = 3, on disk; peer in RAM)")
+    for col in ("dist", "N", "variant", "insert us", "query us", "q+i us", "tail q+i", "cand/q", "max", "B/fp",
+                "splits", "agree"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            r.distribution, f"{r.n:,}", r.variant, f"{r.insert_us:.1f}", f"{r.query_us:.1f}",
+            f"{r.query_plus_insert_us:.1f}",
+            "-" if np.isnan(r.tail_query_plus_insert_us) else f"{r.tail_query_plus_insert_us:.1f}",
+            f"{r.candidates_mean:.0f}", f"{r.candidates_max:,}",
+            "-" if r.disk_bytes_per_fp is None else f"{r.disk_bytes_per_fp:.1f}", str(r.splits),
+            "-" if r.agrees_with_peer is None else str(r.agrees_with_peer),
+        )
+    Console(width=200).print(table)
+
+
+def plot(rows: list[Row], sweep: list[dict[str, object]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    for ax, distribution in zip(axes, ("uniform", "skewed", "zipf"), strict=True):
+        for variant, style in (("split", "o-"), ("nosplit", "s--"), ("peer", "^:")):
+            pts = sorted((r.n, r.query_plus_insert_us) for r in rows if r.distribution == distribution
+                         and r.variant == variant)
+            if pts:
+                ax.plot(*zip(*pts, strict=True), style, label=variant)
+        ax.axhline(25, color="grey", lw=0.8, ls="--", label="target 25 us")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(distribution)
+        ax.set_xlabel("indexed fingerprints N")
+    axes[0].set_ylabel("query + insert, us per document")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "latency_vs_n.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for variant, style in (("split", "o-"), ("nosplit", "s--"), ("peer", "^:")):
+        sweep_pts = [
+            (float(str(s["fraction"])), float(str(s["candidates_mean"]))) for s in sweep if s["variant"] == variant
+        ]
+        if sweep_pts:
+            ax.plot(*zip(*sweep_pts, strict=True), style, label=variant)
+    ax.set_yscale("log")
+    ax.set_xlabel("fraction of fingerprints sharing one 16-bit block")
+    ax.set_ylabel("candidates per query")
+    ax.set_title("candidates vs skew")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "candidates_vs_skew.png", dpi=110)
+    plt.close(fig)
+
+
+# -- command --------------------------------------------------------------------------------------
+
+
+def _ints(text: str) -> list[int]:
+    return [int(float(x)) for x in text.split(",") if x]
+
+
+@click.command("index")
+@click.option("--sizes", default="100000,1000000", show_default=True, help="Index sizes N, comma separated.")
+@click.option("--queries", default=2000, show_default=True, help="Fresh queries after each build.")
+@click.option("--distributions", default="uniform,skewed,zipf", show_default=True)
+@click.option("--peer-max", default=100_000, show_default=True, help="Largest N for simhash.SimhashIndex.")
+@click.option("--sweep", default="0,0.05,0.1,0.2,0.4", show_default=True, help="Skew fractions ('' to skip).")
+@click.option("--sweep-size", default=100_000, show_default=True)
+@click.option("--min-split", type=int, default=None, help="Override BlockIndex min_split.")
+@click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path))
+def command(
+    sizes: str, queries: int, distributions: str, peer_max: int, sweep: str, sweep_size: int,
+    min_split: int | None, out: Path,
+) -> None:
+    """Block index vs no re-splitting vs simhash.SimhashIndex: latency, candidates, disk bytes."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp_root = out / "tmp"
+    rows: list[Row] = []
+
+    def log(message: str) -> None:
+        click.echo(message, err=True)
+
+    for n in _ints(sizes):
+        for distribution in distributions.split(","):
+            fps = fingerprints(distribution, n, seed=1)
+            qs = fingerprints(distribution, queries, seed=2)
+            peer_answers = None
+            if n <= peer_max:
+                peer_row, peer_answers = run_peer(distribution, fps, qs)
+                rows.append(peer_row)
+                log(f"{distribution} N={n:,} peer: {peer_row.query_plus_insert_us:.1f} us/doc")
+            for variant in ("split", "nosplit"):
+                row, answers = run_ours(distribution, fps, qs, variant, tmp_root, min_split)
+                if peer_answers is not None:
+                    row.agrees_with_peer = answers == peer_answers
+                rows.append(row)
+                log(f"{distribution} N={n:,} {variant}: {row.query_plus_insert_us:.1f} us/doc, "
+                    f"{row.candidates_mean:.0f} cand/q, {row.disk_bytes_per_fp} B/fp ({row.build_s:.0f} s build)")
+    fractions = [float(x) for x in sweep.split(",") if x]
+    sweep_rows = skew_sweep(fractions, sweep_size, queries, tmp_root, peer=sweep_size <= peer_max, log=log)
+    shutil.rmtree(tmp_root, ignore_errors=True)
+    print_table(rows)
+    (out / "results.json").write_text(
+        json.dumps({"k": K, "rows": [asdict(r) for r in rows], "skew_sweep": sweep_rows}, indent=2)
+    )
+    plot(rows, sweep_rows, out)
+    click.echo(f"saved {out / 'results.json'}, {out / 'latency_vs_n.png'}, {out / 'candidates_vs_skew.png'}")
