@@ -24,7 +24,7 @@ from stream.service.tablestore import FaustTableStore
 
 log = logging.getLogger("dedup.worker")
 
-RAW = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+# raw bytes everywhere; note: passing a faust.Schema here is silently ignored by 0.15.3 for keys
 RAW_TOPIC: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
 BLOCKS_TABLE = "blocks"  # names fixed by topology/topics.yaml: {app_id}-blocks-changelog
 GATHER_TABLE = "gather_state"
@@ -70,9 +70,9 @@ class DedupApp:
             partitions=s.partitions,
         )
         table_options = {"driver": "rocksdict"}
-        self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.partitions, schema=RAW,
+        self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
                                      options=dict(table_options))
-        self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.partitions, schema=RAW,
+        self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
                                            options=dict(table_options))
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.partitions, internal=True, **RAW_TOPIC)
