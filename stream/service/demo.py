@@ -1,0 +1,145 @@
+"""``dedup demo``: embedded broker + worker(s), publish a bundled sample, show verdicts live, summarize."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from stream.service.broker import EmbeddedBroker
+from stream.service.settings import load_settings
+from stream.service.verdicts import VerdictStats, open_consumer
+
+
+def sample_lines(data: str | None) -> list[str]:
+    if data:
+        text = Path(data).read_text(encoding="utf-8")
+    else:
+        text = resources.files("stream").joinpath("data/demo/tang_demo.jsonl").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def start_workers(n: int, env: dict[str, str], root: Path) -> list[subprocess.Popen[bytes]]:
+    procs = []
+    for i in range(n):
+        log = open(root / f"worker-{i}.log", "ab")  # noqa: SIM115
+        procs.append(subprocess.Popen([sys.executable, "-m", "stream.service.worker", "--data-dir",
+                                       str(root / f"worker-{i}")], env=env, stdout=log, stderr=subprocess.STDOUT))
+    return procs
+
+
+def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, keep_running: bool = False) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console()
+    lines = sample_lines(data)
+    ids = [json.loads(line)["id"] for line in lines]
+    root = Path(tempfile.mkdtemp(prefix="dedup-demo-"))
+    broker = EmbeddedBroker(log_path=root / "tansu.log").start()
+    console.print(f"[bold]embedded broker[/bold] tansu on {broker.bootstrap} (in memory); state in {root}")
+    env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_PARTITIONS": str(partitions),
+           "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_APP_ID": "dedup-demo"}
+    settings = load_settings(env=env)
+    from stream.service.worker import apply_topology
+
+    apply_topology(settings, lambda m: console.print(f"[dim]{m}[/dim]"))
+    procs = start_workers(workers, env, root)
+    stats = VerdictStats()
+    try:
+        with console.status(f"starting {workers} worker(s) (consumer-group join, table recovery)..."):
+            _wait_ready(settings, procs)
+        from stream.service.producer import DocumentProducer
+
+        t0 = time.time()
+        with DocumentProducer(settings=settings) as producer:
+            for line in lines:
+                producer.send(line.encode(), key=json.loads(line)["id"])
+        console.print(f"published {len(lines)} documents to '{settings.documents_topic}'")
+        consumer = open_consumer(settings, settings.verdicts_topic)
+        first_at: float | None = None
+        last_at = t0
+        with Progress(TextColumn("verdicts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console) as bar:
+            task = bar.add_task("verdicts", total=len(set(ids)))
+            deadline = time.time() + 300
+            while len(stats.latest) < len(set(ids)) and time.time() < deadline:
+                for msg in consumer.consume(500, 0.3):
+                    if msg.error() or msg.value() is None:
+                        continue
+                    v: dict[str, Any] = json.loads(msg.value())
+                    stats.add(v)
+                    first_at = first_at or time.time()
+                    last_at = time.time()
+                    if v["verdict"] in ("duplicate", "near_duplicate"):
+                        m = v["matches"][0]
+                        tag = "revised " if v.get("revised") else ""
+                        bar.console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} ~ {m['id']} "
+                                          f"(similarity {m['similarity']:.2f}, distance {m['distance']})")
+                bar.update(task, completed=len(stats.latest))
+                if any(p.poll() is not None for p in procs):
+                    raise SystemExit(f"a worker stopped; see {root}/worker-*.log")
+            # late revisions
+            end = time.time() + 2
+            while time.time() < end:
+                for msg in consumer.consume(500, 0.3):
+                    if not msg.error() and msg.value() is not None:
+                        stats.add(json.loads(msg.value()))
+        consumer.close()
+        summary = stats.summary()
+        elapsed = max(1e-9, last_at - t0)
+        counts = summary["verdicts"]
+        console.print()
+        console.print("[bold]summary[/bold]")
+        console.print(f"  documents        {summary['documents']}")
+        console.print(f"  duplicates found {counts.get('duplicate', 0)} exact, {counts.get('near_duplicate', 0)} near, "
+                      f"{counts.get('unique', 0)} unique, {counts.get('empty', 0)} empty; {stats.revised} revisions")
+        console.print(f"  throughput       {summary['documents'] / elapsed:.0f} documents/s "
+                      f"(publish to last verdict, {elapsed:.1f} s)")
+        lat = summary["latency_ms"]
+        if lat:
+            console.print(f"  latency          p50 {lat['p50']} ms, p90 {lat['p90']} ms, p99 {lat['p99']} ms "
+                          "(record timestamp to verdict; a burst, so this includes queueing)")
+        if keep_running:
+            console.print(f"broker and worker keep running: dedup verdicts --broker {broker.url}; Ctrl-C stops")
+            while all(p.poll() is None for p in procs):
+                time.sleep(1)
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        broker.stop()
+
+
+def _wait_ready(settings: Any, procs: list[subprocess.Popen[bytes]], timeout: float = 90.0) -> None:
+    """Ready = the worker group has committed/assigned the documents topic (it consumes)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(settings.confluent())
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if any(p.poll() is not None for p in procs):
+            raise SystemExit("a worker exited during start-up")
+        try:
+            groups = admin.describe_consumer_groups([settings.app_id])
+            desc = groups[settings.app_id].result(timeout=5)
+            members = len(desc.members)
+            if members >= len(procs) and str(desc.state).endswith("STABLE"):
+                return
+        except Exception:
+            pass
+        time.sleep(0.5)

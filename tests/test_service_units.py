@@ -1,0 +1,77 @@
+"""Service logic without a broker: settings, routing, gather state, wire formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stream.detect import Match
+from stream.errors import ConfigError
+from stream.service.gather import GatherState
+from stream.service.messages import ProbeItem, Source, dead_letter, match_from_wire, match_to_wire
+from stream.service.routing import bucket_partition, doc_partition, tables_by_partition
+from stream.service.settings import load_settings
+
+SRC = Source("documents", 1, 42, 1000.0)
+
+
+def test_settings_precedence_file_env_overrides(tmp_path: Path) -> None:
+    cfg = tmp_path / "dedup.yaml"
+    cfg.write_text("broker: kafka://file:1\npartitions: 3\nsecurity:\n  protocol: SASL_SSL\n  sasl_username: u\n")
+    s = load_settings(cfg, env={"DEDUP_PARTITIONS": "5", "DEDUP_SASL_PASSWORD": "p"}, batch_size=7)
+    assert (s.broker, s.partitions, s.batch_size) == ("kafka://file:1", 5, 7)
+    assert s.security.confluent() == {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": "p"}
+    assert s.bootstrap == "file:1"
+    assert load_settings(env={"DEDUP_BROKER": "kafka://a:1;kafka://b:2"}).bootstrap == "a:1,b:2"
+
+
+def test_settings_errors_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("partitons: 3\n")
+    with pytest.raises(ConfigError, match="partitons"):
+        load_settings(bad, env={})
+    with pytest.raises(ConfigError, match="integer"):
+        load_settings(env={"DEDUP_PARTITIONS": "many"})
+
+
+def test_routing_is_stable_and_groups_tables() -> None:
+    assert bucket_partition(2, b"\x02\xab\xcd", 8) == bucket_partition(2, b"\x02\xab\xcd", 8)
+    assert 0 <= doc_partition("doc-1", 4) < 4
+    grouped = tables_by_partition([(0, b"a"), (1, b"a"), (2, b"zz")], 1)
+    assert grouped == {0: [0, 1, 2]}
+
+
+def _match(i: str, ts: float) -> Match:
+    return Match(i, 2, 0.9, (ts, i))
+
+
+def test_gather_completes_after_all_partitions_and_redelivery_is_idempotent() -> None:
+    st = GatherState("d")
+    assert not st.answer("r1", 0, [_match("a", 1.0)])  # answer before its header: kept
+    assert not st.expect("r1", 2, b"fp", (5.0, "d"), SRC)
+    assert st.answer("r1", 3, [_match("d", 5.0), _match("b", 9.0)])  # itself is never a match
+    assert set(st.matches) == {"a", "b"}
+    st.published = True
+    again = GatherState.from_json(json.loads(json.dumps(st.to_json())))
+    assert again.answer("r1", 0, [_match("a", 1.0)])  # redelivered round: complete again, same set
+    assert set(again.matches) == {"a", "b"} and not again.revised
+
+
+def test_gather_revision_only_republishes_new_matches_after_publication() -> None:
+    st = GatherState("d")
+    st.expect("r", 0, b"fp", (5.0, "d"), SRC)
+    assert not st.revise(_match("e", 1.0))  # not yet published: merged, no extra verdict
+    st.published = True
+    assert st.revise(_match("f", 2.0)) and st.revised
+    assert not st.revise(_match("f", 2.0))
+
+
+def test_wire_formats_round_trip() -> None:
+    m = Match("x", 3, 0.85, (1.5, "x"), True)
+    assert match_from_wire(match_to_wire(m)) == m
+    item = ProbeItem("d", "t:0:1", b"\x00\x01", (2.0, "d"), [0, 5])
+    assert ProbeItem.from_json(item.to_json()) == item
+    letter = json.loads(dead_letter("bad", "parse", SRC, b"k", b"\xff"))
+    assert letter["value_encoding"] == "base64" and letter["key"] == "k" and letter["source"]["offset"] == 42
