@@ -102,7 +102,8 @@ class DedupApp:
             # what Faust's own changelog callback does: recovery then starts after this offset
             for table in (self.blocks, self.gather_state):
                 if table.changelog_topic.get_topic_name() == topic:
-                    table.data.set_persisted_offset(faust.types.TP(topic, partition), offset)
+                    store: Any = table.data
+                    store.set_persisted_offset(faust.types.TP(topic, partition), offset)
 
         self.output.take_delivered(persist)
 
@@ -110,7 +111,7 @@ class DedupApp:
         s = self.settings
 
         @self.app.agent(self.documents_topic)
-        async def documents(stream: faust.StreamT) -> None:
+        async def documents(stream: Any) -> None:
             async for events in stream.take_events(s.batch_size, within=s.batch_within):
                 t0 = time.perf_counter()
                 self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
@@ -118,7 +119,7 @@ class DedupApp:
                 metrics.BATCH_SECONDS.labels("documents").observe(time.perf_counter() - t0)
 
         @self.app.agent(self.probe_topic)
-        async def probe(stream: faust.StreamT) -> None:
+        async def probe(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
                 t0 = time.perf_counter()
                 for e in events:
@@ -128,7 +129,7 @@ class DedupApp:
                 metrics.BATCH_SECONDS.labels("probe").observe(time.perf_counter() - t0)
 
         @self.app.agent(self.gather_topic)
-        async def gather(stream: faust.StreamT) -> None:
+        async def gather(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
                 t0 = time.perf_counter()
                 by_partition: dict[int, list[dict[str, Any]]] = {}
@@ -139,7 +140,7 @@ class DedupApp:
                 await self._flush()
                 metrics.BATCH_SECONDS.labels("gather").observe(time.perf_counter() - t0)
 
-        self.app.on_partitions_revoked.connect(self._on_revoked)
+        self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
         parts = {tp.partition for tp in revoked if tp.topic == self.topics.probe}

@@ -172,19 +172,15 @@ class GatherStage:
                 matches = [match_from_wire(w) for w in entry["matches"]]
                 if state.answer(entry["round"], int(entry["part"]), matches):
                     publish.add(doc)
-            elif kind == "revise":
-                if state.revise(match_from_wire(entry["match"])):
-                    publish.add(doc)
+            elif kind == "revise" and state.revise(match_from_wire(entry["match"])):
+                publish.add(doc)
         revisions: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for doc in publish:
             state = states[doc]
             self._publish(state)
             assert state.order is not None
-            me = state.matches  # revisions: tell each later match about this document
-            fp = Fingerprint.from_bytes(state.fp) if state.fp else None
-            for m in later_matches(state.order, me.values()):
-                if fp is None:
-                    break
+            # revisions: tell each canonically later match about this document
+            for m in later_matches(state.order, state.matches.values()):
                 mine = match_to_wire(type(m)(doc, m.distance, m.similarity, state.order, m.exact))
                 revisions[doc_partition(m.id, self.topics.partitions)].append(
                     {"t": "revise", "doc": m.id, "match": mine})
