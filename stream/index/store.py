@@ -17,7 +17,9 @@ from typing import Protocol
 
 from rocksdict import (
     BlockBasedOptions,
+    BottommostLevelCompaction,
     Cache,
+    CompactOptions,
     DBCompressionType,
     Options,
     Rdict,
@@ -205,7 +207,11 @@ class RocksStore:
     def compact(self) -> None:
         """Flush and compact everything into the bottommost level (benchmarks measure disk size after it)."""
         self._db.flush()
-        self._db.compact_range(None, None)
+        options = CompactOptions()
+        # Force a rewrite of the bottommost level: a lone flushed file would otherwise be moved down
+        # as is, keeping its lz4 blocks instead of zstd (measured: 131 vs 66 bytes per fp at 100k).
+        options.set_bottommost_level_compaction(BottommostLevelCompaction.force())
+        self._db.compact_range(None, None, options)
 
     def disk_bytes(self) -> int:
         """Bytes of every file in the database directory."""
