@@ -187,7 +187,7 @@ def command(documents: int, partitions: int, out: str) -> None:
             click.echo(f"pipeline, {workers} worker(s): {r['docs_per_s']} docs/s (backlog), latency {r['latency_ms']}")
             runs.append(r)
         peak = max(r["docs_per_s"] or 0 for r in runs)
-        half = max(1.0, peak / 2)
+        half = max(1.0, (runs[0]["docs_per_s"] or 0) / 2)  # half of the 1-worker peak, run on 1 worker
         lat_run = run_pipeline(broker, tmp, values[: min(len(values), int(half * 20))], 1, partitions, half, "lat")
         click.echo(f"latency at half of peak ({half:.0f} docs/s offered, 1 worker): {lat_run['latency_ms']}")
         results["throughput"] = runs

@@ -16,6 +16,7 @@ from faust.types import EventT
 
 from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
+from stream.service.faust_tuning import set_fetch_max_wait
 from stream.service.messages import ProbeItem, Source, loads
 from stream.service.output import Output
 from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
@@ -38,6 +39,7 @@ def _source(event: EventT) -> Source:
 class DedupApp:
     def __init__(self, settings: Settings) -> None:
         self.settings = s = settings
+        set_fetch_max_wait(s.fetch_max_wait_ms)
         topology = s.topology()
         self.app = faust.App(
             s.app_id,

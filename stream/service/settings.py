@@ -82,6 +82,8 @@ class Settings:
     # how long a consumer-group rebalance waits for members; a new group also waits this long on
     # tansu (measured: join = rebalance timeout + ~1 s), so the embedded broker uses a short one
     rebalance_timeout: float = 10.0
+    # Faust hard-codes 1500 ms; tansu then delays each of our 3 hops (see faust_tuning.py)
+    fetch_max_wait_ms: int = 20
     segmenter: str | None = None  # None = the fingerprinter's default (recorded in the schema)
     k: int = 3
     metrics_port: int | None = None  # Prometheus endpoint (prometheus-client) if set
@@ -128,7 +130,8 @@ def _coerce(name: str, raw: Any) -> Any:
         return None
     if name == "data_dir":
         return Path(str(raw))
-    if name in {"partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port"}:
+    if name in {"partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
+                "fetch_max_wait_ms"}:
         try:
             return int(raw)
         except ValueError as exc:
