@@ -347,13 +347,14 @@ class BlockIndex:
         return handle
 
     def _add(self, handle: int, record: _Record, tables: frozenset[int], new: bool = False) -> None:
-        """Write the document's records and its entries in ``tables``, then re-split hot leaves."""
+        """Write the document's records and its entries in ``tables``, then re-split hot leaves.
+
+        Key order is the commit order: a changelog replays a prefix of it after a crash, and
+        ``insert`` treats a present doc id as done, so the doc id is written last (after the
+        handle reservation, the entries and the record) and a replayed prefix is always redone.
+        """
         hb = handle_bytes(handle)
-        puts: list[tuple[bytes, bytes]] = [(HANDLE_NS + hb, self._encode_record(record))]
-        if new:
-            puts.append((doc_key(record.doc_id), hb))
-            puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
-            self._stats.documents += 1
+        puts: list[tuple[bytes, bytes]] = []
         if self._next_handle > self._reserved:
             self._reserved = self._next_handle + HANDLE_BLOCK
             puts.append((META_NS + b"handle", self._reserved.to_bytes(8, "big")))
@@ -361,6 +362,11 @@ class BlockIndex:
         for table, leaves, source in touched:
             payload = table.scheme.payload(record.fingerprint, source)
             puts.extend((leaf.key + ENTRY_TAG + hb, payload) for leaf in leaves)
+        puts.append((HANDLE_NS + hb, self._encode_record(record)))
+        if new:
+            puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
+            puts.append((doc_key(record.doc_id), hb))
+            self._stats.documents += 1
         self.store.write_batch(puts)
         self._mutated()
         for table, leaves, _ in touched:
@@ -370,17 +376,20 @@ class BlockIndex:
                 table.maybe_split(leaf, source)
 
     def _delete_handle(self, raw_handle: bytes, record: _Record | None) -> None:
-        deletes = [HANDLE_NS + raw_handle]
+        # Commit order again (see _add): entries and expiry key first, the doc id, the record last,
+        # so a replayed prefix leaves the doc id in place for a redelivered delete to finish.
+        deletes: list[bytes] = []
         handle = int.from_bytes(raw_handle, "big")
         touched = []
         if record is not None:
-            deletes.append(doc_key(record.doc_id))
-            deletes.append(EXPIRY_NS + ts_key(record.ts) + raw_handle)
             for t in sorted(record.tables):
                 table = self.tables[t]
                 leaves = table.leaves(self._source(t, record.fingerprint, record.bands))
                 deletes.extend(leaf.key + ENTRY_TAG + raw_handle for leaf in leaves)
                 touched.append((table, leaves))
+            deletes.append(EXPIRY_NS + ts_key(record.ts) + raw_handle)
+            deletes.append(doc_key(record.doc_id))
+        deletes.append(HANDLE_NS + raw_handle)
         self.store.write_batch((), deletes)
         for table, leaves in touched:
             table.removed(leaves, handle)

@@ -40,7 +40,11 @@ class KVStore(Protocol):
     def delete(self, key: bytes) -> None: ...
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
-        """Apply many puts and deletes together (atomically where the backend can)."""
+        """Apply many puts and deletes together (atomically where the backend can).
+
+        A changelog-backed store replays the puts in the given order, then the deletes, and after a
+        crash may hold only a prefix of them: callers write their commit key last.
+        """
         ...
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:

@@ -219,7 +219,10 @@ class BucketTable:
         entry_prefix = key + ENTRY_TAG
         for entry_key, payload in self.store.scan_prefix(key):
             if not entry_key.startswith(entry_prefix):
-                bucket.split = entry_key == key + SPLIT_TAG
+                if entry_key == key + SPLIT_TAG:
+                    # entries left beside the marker come from a split cut short by a crash: the
+                    # children already hold them (see _write_split)
+                    return Bucket(split=True)
                 break
             handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
             payloads.append(payload)
@@ -332,11 +335,14 @@ class BucketTable:
         return children
 
     def _write_split(self, leaf: Leaf, deletes: list[bytes], children: Children) -> None:
-        puts = [(leaf.key + SPLIT_TAG, b"")]
+        # Commit order (a changelog may replay a prefix): children, then the split marker, then the
+        # parent's entries go; any prefix still finds every entry in the parent or in the children.
+        puts = []
         for child_key, (child_leaf, entries) in children.items():
             for handle, payload, fingerprint in entries:
                 puts.append((child_key + ENTRY_TAG + handle, payload))
                 child_leaf.bucket.append(int.from_bytes(handle, "big"), fingerprint)
+        puts.append((leaf.key + SPLIT_TAG, b""))
         self.store.write_batch(puts, deletes)
         level = len(leaf.path)
         self.stats.resize(self.kind, level, len(deletes), 0)

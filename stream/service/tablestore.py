@@ -54,13 +54,14 @@ class FaustTableStore:
         self.output.changelog(self.topic, self.partition, key, None)
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
+        # The changelog keeps this order (puts as given, then deletes): see KVStore.write_batch.
         batch = self._write_batch_cls(raw_mode=True)
-        for key in deletes:
-            batch.delete(key)
-            self.output.changelog(self.topic, self.partition, key, None)
         for key, value in puts:
             batch.put(key, value)
             self.output.changelog(self.topic, self.partition, key, value)
+        for key in deletes:
+            batch.delete(key)
+            self.output.changelog(self.topic, self.partition, key, None)
         self.db.write(batch)
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
