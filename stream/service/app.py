@@ -8,6 +8,7 @@ topic land on one worker) and table recovery from the changelogs. Output goes th
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -18,8 +19,9 @@ from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait
 from stream.service.messages import ProbeItem, Source, loads
-from stream.service.output import Output
+from stream.service.output import Output, OutputError
 from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
+from stream.service.recovery import install_exact_recovery_bounds
 from stream.service.settings import Settings
 from stream.service.tablestore import FaustTableStore
 
@@ -40,6 +42,7 @@ class DedupApp:
     def __init__(self, settings: Settings) -> None:
         self.settings = s = settings
         set_fetch_max_wait(s.fetch_max_wait_ms)
+        install_exact_recovery_bounds(s.confluent())
         topology = s.topology()
         self.app = faust.App(
             s.app_id,
@@ -97,8 +100,17 @@ class DedupApp:
             store = cache[partition] = FaustTableStore(table, partition, self.output)
         return store
 
-    async def _flush(self) -> None:
-        await self.output.flush()
+    async def _flush(self, mark: int) -> None:
+        """Deliver the batch's output before Faust may acknowledge its input."""
+        try:
+            await self.output.flush(mark)
+        except OutputError as exc:
+            # Not acknowledging is not enough: a crashed agent would hold its events unacked and
+            # stall every later commit. Exit; the restarted worker gets the batch redelivered and,
+            # finding no clean-stop mark, rebuilds its tables from the changelogs (recovery.py).
+            log.critical("output not delivered, exiting for redelivery: %s", exc)
+            logging.shutdown()
+            os._exit(75)
 
         def persist(topic: str, partition: int, offset: int) -> None:
             # what Faust's own changelog callback does: recovery then starts after this offset
@@ -115,31 +127,31 @@ class DedupApp:
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
             async for events in stream.take_events(s.batch_size, within=s.batch_within):
-                t0 = time.perf_counter()
+                t0, mark = time.perf_counter(), self.output.mark()
                 self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
-                await self._flush()
+                await self._flush(mark)
                 metrics.BATCH_SECONDS.labels("documents").observe(time.perf_counter() - t0)
 
         @self.app.agent(self.probe_topic)
         async def probe(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
-                t0 = time.perf_counter()
+                t0, mark = time.perf_counter(), self.output.mark()
                 for e in events:
                     items = [ProbeItem.from_json(d) for d in loads(e.value)]
                     self.probes.handle(e.message.partition, items)
-                await self._flush()
+                await self._flush(mark)
                 metrics.BATCH_SECONDS.labels("probe").observe(time.perf_counter() - t0)
 
         @self.app.agent(self.gather_topic)
         async def gather(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
-                t0 = time.perf_counter()
+                t0, mark = time.perf_counter(), self.output.mark()
                 by_partition: dict[int, list[dict[str, Any]]] = {}
                 for e in events:
                     by_partition.setdefault(e.message.partition, []).extend(loads(e.value))
                 for partition, entries in by_partition.items():
                     self.gather.handle(partition, entries)
-                await self._flush()
+                await self._flush(mark)
                 metrics.BATCH_SECONDS.labels("gather").observe(time.perf_counter() - t0)
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]

@@ -6,22 +6,18 @@ costs ~80 us of Python per changelog record and a Faust ``topic.send`` about as 
 Faust still owns consumption, group membership, partition assignment and table recovery.
 
 At-least-once: each agent flushes this producer before its input batch is acknowledged, so a
-committed input offset always has its outputs (and changelog records) durably in Kafka.
+committed input offset always has its outputs (and changelog records) durably in Kafka. The three
+agents share the producer and may flush at the same time; a delivery error is raised by every flush
+whose batch was open when it happened (``mark``), never swallowed by the one that saw it first.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
-
-# The tail marker: written alone after each flushed batch of changelog records. tansu reports a
-# partition's high watermark as (base offset of the LAST record batch) + 1, and Faust's recovery
-# stops at high watermark - 1; a one-record batch at the end makes that bound exact.
-TAIL_KEY = b"\xff\x00tail"
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "linger.ms": 2,  # a worker batch is produced in a burst; a short linger packs it into few requests
@@ -41,9 +37,8 @@ class OutputError(RuntimeError):
 class Output:
     def __init__(self, conf: dict[str, Any]) -> None:
         self.producer = Producer({**PRODUCER_DEFAULTS, **conf})
-        self._errors: list[str] = []
-        # changelog topic -> partition -> highest delivered offset; applied by the owner after flush
-        self._changelog_dirty: dict[str, set[int]] = defaultdict(set)
+        self._errors: list[str] = []  # append-only: positions are the marks handed to batches
+        # changelog (topic, partition) -> highest delivered offset; applied by the owner after flush
         self.delivered_offsets: dict[tuple[str, int], int] = {}
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
@@ -59,6 +54,10 @@ class Output:
         if offset > self.delivered_offsets.get(tp, -1):
             self.delivered_offsets[tp] = offset
 
+    def mark(self) -> int:
+        """Call before a batch produces anything; pass the result to ``flush``."""
+        return len(self._errors)
+
     def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None,
              headers: list[tuple[str, bytes]] | None = None) -> None:
         kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": self._on_delivery}
@@ -69,7 +68,6 @@ class Output:
         self._produce(topic, kwargs)
 
     def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
-        self._changelog_dirty[topic].add(partition)
         self._produce(topic, {"key": key, "value": value, "partition": partition,
                               "on_delivery": self._on_changelog_delivery})
 
@@ -81,25 +79,19 @@ class Output:
             except BufferError:  # local queue full: let librdkafka drain it
                 self.producer.poll(0.05)
 
-    def _flush_blocking(self, timeout: float) -> None:
+    def _flush_blocking(self, mark: int, timeout: float) -> None:
         remaining = self.producer.flush(timeout)
         if remaining:
             raise OutputError(f"{remaining} records not delivered within {timeout:.0f}s")
-        dirty, self._changelog_dirty = self._changelog_dirty, defaultdict(set)
-        if dirty:
-            for topic, parts in dirty.items():
-                for p in parts:
-                    self.producer.produce(topic, key=TAIL_KEY, value=b"", partition=p,
-                                          on_delivery=self._on_changelog_delivery)
-            if self.producer.flush(timeout):
-                raise OutputError("tail markers not delivered")
-        if self._errors:
-            errors, self._errors = self._errors, []
-            raise OutputError("; ".join(errors[:5]))
+        if len(self._errors) > mark:
+            raise OutputError("; ".join(self._errors[mark : mark + 5]))
 
-    async def flush(self, timeout: float = 30.0) -> None:
-        """Deliver everything produced so far (in a thread: the event loop keeps fetching)."""
-        await asyncio.get_running_loop().run_in_executor(None, self._flush_blocking, timeout)
+    async def flush(self, mark: int, timeout: float = 30.0) -> None:
+        """Deliver everything produced so far (in a thread: the event loop keeps fetching).
+
+        Raises ``OutputError`` if any record failed since ``mark``: the batch must not be acknowledged.
+        """
+        await asyncio.get_running_loop().run_in_executor(None, self._flush_blocking, mark, timeout)
 
     def take_delivered(self, apply: Callable[[str, int, int], None]) -> None:
         """Hand each changelog partition's highest delivered offset to ``apply`` and forget them."""
@@ -107,5 +99,6 @@ class Output:
         for (topic, partition), offset in offsets.items():
             apply(topic, partition, offset)
 
-    def close(self) -> None:
-        self.producer.flush(10)
+    def close(self, timeout: float = 30.0) -> bool:
+        """Deliver what is left; True if every record this producer was given is in Kafka."""
+        return self.producer.flush(timeout) == 0 and not self._errors

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from stream.service.output import TAIL_KEY, Output
+from stream.service.output import Output
 
 FAUST_OFFSET_KEY = b"__faust\0offset__"  # faust.stores.rocksdb.Store.offset_key
-_HIDDEN = (FAUST_OFFSET_KEY, TAIL_KEY)
+
 
 
 def partition_db(table: Any, partition: int) -> Any:
@@ -71,7 +71,7 @@ class FaustTableStore:
             key = it.key()
             if not key.startswith(prefix):
                 break
-            if key not in _HIDDEN:
+            if key != FAUST_OFFSET_KEY:
                 yield key, it.value()
             it.next()
 

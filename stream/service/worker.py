@@ -42,12 +42,20 @@ def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
         import faust
 
         from stream.service.app import DedupApp
+        from stream.service.recovery import LocalStateGuard
 
         dedup = DedupApp(settings)
+        guard = LocalStateGuard(dedup.app.conf.tabledir)
+        if guard.begin():
+            say("the last worker on this data dir did not stop cleanly: local tables dropped, "
+                "rebuilding them from the changelogs")
         say(f"worker {settings.app_id}: {settings.broker}, data in {settings.data_dir}, "
             f"{settings.partitions} partitions")
         worker = faust.Worker(dedup.app, loglevel=settings.log_level, quiet=True)
-        worker.execute_from_commandline()  # returns via SystemExit when the worker stops
+        try:
+            worker.execute_from_commandline()  # returns via SystemExit when the worker stops
+        finally:
+            guard.end(clean=dedup.output.close())
         return 0
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 0

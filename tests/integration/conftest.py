@@ -76,15 +76,15 @@ class Deployment:
 
     def env(self) -> dict[str, str]:
         return {
-            **os.environ,
+            **os.environ, "PYTHONUNBUFFERED": "1",
             "DEDUP_BROKER": self.broker.url, "DEDUP_APP_ID": self.app_id,
             "DEDUP_PARTITIONS": str(PARTITIONS), "DEDUP_REBALANCE_TIMEOUT": "2",
             "DEDUP_DOCUMENTS_TOPIC": self.documents, "DEDUP_VERDICTS_TOPIC": self.verdicts,
             "DEDUP_DLQ_TOPIC": self.dlq, "DEDUP_BATCH_SIZE": "64",
         }
 
-    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
-        data = self.tmp / f"{name}-{len(self.workers)}"
+    def start_worker(self, name: str, data: Path | None = None) -> subprocess.Popen[bytes]:
+        data = data or self.tmp / f"{name}-{len(self.workers)}"
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115
         proc = subprocess.Popen([sys.executable, "-m", "stream.service.worker", "--data-dir", str(data)],
                                 env=self.env(), stdout=log, stderr=subprocess.STDOUT)
