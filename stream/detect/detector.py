@@ -66,8 +66,10 @@ class Detector:
                 matches.append(Match(doc_id, (fp.simhash ^ other.simhash).bit_count(), score, other_order,
                                      exact=fp.content_hash == other.content_hash))
         if insert:
-            self.index.insert(fp.simhash, fp.doc_id, order[0], fp.bands, tables=tables)
+            # record first: an index entry never points at a missing sketch, even in a changelog
+            # prefix replayed after a crash (the index writes its own keys in commit order)
             self.records.put(_record_key(fp.doc_id), encode_record(fp, order))
+            self.index.insert(fp.simhash, fp.doc_id, order[0], fp.bands, tables=tables)
         return matches
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:

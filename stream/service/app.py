@@ -19,6 +19,7 @@ from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait
 from stream.service.messages import ProbeItem, Source, loads
+from stream.service.offset_gaps import install_gap_guard
 from stream.service.output import Output, OutputError
 from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
 from stream.service.recovery import install_exact_recovery_bounds
@@ -43,6 +44,7 @@ class DedupApp:
         self.settings = s = settings
         set_fetch_max_wait(s.fetch_max_wait_ms)
         install_exact_recovery_bounds(s.confluent())
+        install_gap_guard()
         topology = s.topology()
         self.app = faust.App(
             s.app_id,
