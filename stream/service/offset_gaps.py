@@ -1,39 +1,63 @@
-"""Never let Faust commit past records it fetched but did not deliver.
+"""Never let Faust commit past records it fetched but did not deliver to a stream.
 
-Faust's fetch loop (``Consumer._drain_messages``) treats any jump in offsets between two delivered
-records of an acknowledged topic as a compaction gap and marks the missing offsets as acknowledged.
-But ``Consumer.getmany`` also drops records silently, for instance those of partitions paused or
-resumed while a fetch was in flight around table recovery (faust-streaming issues #216/#221). The
-jump then looks like a gap, is acknowledged and committed: the documents are lost. We saw it happen:
-a worker restarted after SIGKILL skipped 6-7 records on each of its 4 input partitions.
+Two places in Faust's fetch loop (``Consumer._drain_messages`` / ``getmany``) lose records around
+a flow suspension (table recovery, rebalance; faust-streaming issues #216/#221):
+- ``getmany`` stops yielding, or skips partitions paused while a fetch was in flight, and the
+  consumer position has already moved past those records;
+- the record in flight when the flow is suspended has its delivery cancelled, yet its offset is
+  recorded as read.
+The fetch loop then sees a jump in offsets, takes it for a compaction gap and acknowledges the
+missing offsets (or, for one record, its commit check is off by one), so they are committed unread.
+We saw it after a SIGKILL restart: 1 to 14 records per input partition never reached the agent.
 
-The guard: on such a jump, seek back to the first missing offset once and drop what this fetch
-still holds for that partition. If the records come back, they are delivered in order; if the
-same jump comes back, it is a real gap (a compacted topic) and Faust's own handling applies.
+The guard records the last offset actually delivered per partition (by wrapping the consumer's
+delivery callback). When a fetched record lies beyond delivered + 1, it seeks back to the first
+undelivered offset once and drops what that fetch still holds for the partition. If the same jump
+comes back, it is a real gap (a compacted topic) and Faust's own handling applies.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from faust.transport.consumer import Consumer
 
 log = logging.getLogger("dedup.offsets")
 
+_ORIGINAL_INIT = Consumer.__init__
 _ORIGINAL_GETMANY = Consumer.getmany
+_ORIGINAL_REVOKED = Consumer.on_partitions_revoked
+
+
+def _delivered(consumer: Any) -> dict[Any, int]:
+    """tp -> offset of the last record handed to the streams (survives only while assigned)."""
+    return consumer.__dict__.setdefault("_dedup_delivered", {})
+
+
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    _ORIGINAL_INIT(self, *args, **kwargs)
+    deliver: Callable[[Any], Awaitable[None]] = self.callback
+    delivered = _delivered(self)
+
+    async def callback(message: Any) -> None:
+        await deliver(message)  # cancelled when the flow is suspended: then not delivered
+        delivered[message.tp] = message.offset
+
+    self.callback = callback
 
 
 async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
+    delivered = _delivered(self)
     retried: dict[Any, int] = self.__dict__.setdefault("_dedup_gap_retried", {})  # tp -> first missing
     sought: set[Any] = set()  # partitions sought back during this fetch: the rest of it is stale
     acks_enabled_for = self.app.topics.acks_enabled_for
     async for tp, message in _ORIGINAL_GETMANY(self, timeout):
         if tp in sought:
             continue
-        last = self._read_offset.get(tp)  # offset of the last record delivered (Faust's bookkeeping)
-        if last is not None and message.offset - last > 1 and acks_enabled_for(tp.topic):
+        last = delivered.get(tp)
+        if last is not None and message.offset > last + 1 and acks_enabled_for(tp.topic):
             missing = last + 1
             if retried.get(tp) != missing:
                 retried[tp] = missing
@@ -41,12 +65,22 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
                 log.warning("%s[%d]: offsets %d..%d were fetched but not delivered; fetching them again",
                             tp.topic, tp.partition, missing, message.offset - 1)
                 await self._seek(tp, missing)
+                self._read_offset[tp] = last  # Faust drops records below its read offset
                 continue
             log.info("%s[%d]: offsets %d..%d are absent from the log (compacted); skipping them",
                      tp.topic, tp.partition, missing, message.offset - 1)
         yield tp, message
 
 
+async def _on_partitions_revoked(self: Any, revoked: Any) -> None:
+    delivered = _delivered(self)
+    for tp in revoked:  # whoever gets the partition next starts from the committed offset
+        delivered.pop(tp, None)
+    await _ORIGINAL_REVOKED(self, revoked)
+
+
 def install_gap_guard() -> None:
-    """Apply the guard to every Faust consumer in this process (idempotent)."""
+    """Apply the guard to every Faust consumer created in this process from now on (idempotent)."""
+    Consumer.__init__ = _init  # type: ignore[method-assign]
     Consumer.getmany = _getmany  # type: ignore[method-assign]
+    Consumer.on_partitions_revoked = _on_partitions_revoked  # type: ignore[method-assign]
