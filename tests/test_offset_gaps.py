@@ -35,6 +35,7 @@ class ScriptedConsumer:
         self.seeks: list[int] = []
         self.streamed: list[int] = []
         self._read_offset: dict[Any, int] = {}
+        self._committed_offset: dict[Any, int] = {TP: 0}  # where reading starts after the assignment
         self.app = SimpleNamespace(topics=SimpleNamespace(acks_enabled_for=lambda topic: True))
 
     async def fetch(self, _timeout: float) -> AsyncIterator[tuple[Any, Any]]:
@@ -95,3 +96,10 @@ def test_a_real_gap_in_a_compacted_topic_is_accepted_after_one_retry(monkeypatch
     consumer = ScriptedConsumer(log_end=15, compacted=frozenset({6, 7, 8}))
     assert run(consumer, monkeypatch) == [o for o in range(15) if o not in {6, 7, 8}]
     assert consumer.seeks == [6]
+
+
+def test_records_dropped_before_anything_was_delivered_are_fetched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after an assignment (the recovery race): the jump is measured from the committed offset."""
+    consumer = ScriptedConsumer(log_end=12, dropped_once=frozenset({0, 1, 2}))
+    assert run(consumer, monkeypatch) == list(range(12))
+    assert consumer.seeks == [0]

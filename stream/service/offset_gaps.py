@@ -11,7 +11,8 @@ missing offsets (or, for one record, its commit check is off by one), so they ar
 We saw it after a SIGKILL restart: 1 to 14 records per input partition never reached the agent.
 
 The guard records the last offset actually delivered per partition (by wrapping the consumer's
-delivery callback). When a fetched record lies beyond delivered + 1, it seeks back to the first
+delivery callback; right after an assignment, the committed offset reading starts from). When a
+fetched record lies beyond that + 1, it seeks back to the first
 undelivered offset once and drops what that fetch still holds for the partition. If the same jump
 comes back, it is a real gap (a compacted topic) and Faust's own handling applies.
 """
@@ -57,6 +58,9 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
         if tp in sought:
             continue
         last = delivered.get(tp)
+        if last is None:  # nothing delivered since the assignment: reading starts at the committed offset
+            committed = self._committed_offset.get(tp)
+            last = committed - 1 if committed is not None else None
         if last is not None and message.offset > last + 1 and acks_enabled_for(tp.topic):
             missing = last + 1
             if retried.get(tp) != missing:
