@@ -23,9 +23,10 @@ def _record_key(doc_id: str) -> bytes:
     return b"rec\x00" + doc_id.encode()
 
 
-def encode_record(fp: Fingerprint, order: Order) -> bytes:
+def encode_record(fp: Fingerprint, order: Order, raw: bytes | None = None) -> bytes:
+    """``raw``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
     oid = order[1].encode()
-    return _ORDER.pack(order[0], len(oid)) + oid + fp.to_bytes()
+    return _ORDER.pack(order[0], len(oid)) + oid + (raw if raw is not None else fp.to_bytes())
 
 
 def decode_record(raw: bytes) -> tuple[Fingerprint, Order]:
@@ -45,9 +46,13 @@ class Detector:
         self.mu = mu
         self.candidates = 0  # running totals, for statistics
         self.verified = 0
+        # Decoded candidate records by their raw bytes (a replaced record has other bytes, so it is
+        # never served stale): near-duplicate clusters make the same documents candidates again and
+        # again. Measured in docs/service.md ("Probe stage").
+        self._decoded: dict[bytes, tuple[Fingerprint, Order]] = {}
 
     def probe(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
-              insert: bool = True) -> list[Match]:
+              insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
         if fp.empty:
             return []
         hits = {h.doc_id: h for h in self.index.query(fp.simhash, fp.bands, tables=tables)
@@ -59,7 +64,7 @@ class Detector:
         for doc_id, raw in zip(ids, raws, strict=True):
             if raw is None:  # expired or deleted between index and record: not a match any more
                 continue
-            other, other_order = decode_record(raw)
+            other, other_order = self._decode(raw)
             score = similarity(fp, other, fp.spec, self.mu)
             if score >= self.threshold:
                 self.verified += 1
@@ -68,9 +73,21 @@ class Detector:
         if insert:
             # record first: an index entry never points at a missing sketch, even in a changelog
             # prefix replayed after a crash (the index writes its own keys in commit order)
-            self.records.put(_record_key(fp.doc_id), encode_record(fp, order))
+            self.records.put(_record_key(fp.doc_id), encode_record(fp, order, fp_bytes))
             self.index.insert(fp.simhash, fp.doc_id, order[0], fp.bands, tables=tables)
         return matches
+
+    decoded_cache = 4096  # entries, ~3 KB each
+
+    def _decode(self, raw: bytes) -> tuple[Fingerprint, Order]:
+        decoded = self._decoded.get(raw)
+        if decoded is None:
+            decoded = decode_record(raw)
+            if self.decoded_cache:
+                if len(self._decoded) >= self.decoded_cache:
+                    self._decoded.pop(next(iter(self._decoded)))  # oldest first (insertion order)
+                self._decoded[raw] = decoded
+        return decoded
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))

@@ -132,7 +132,7 @@ class ProbeStage:
         for item in items:
             fp = Fingerprint.from_bytes(item.fp)
             before = detector.candidates
-            matches = detector.probe(fp, item.order, tables=item.tables)
+            matches = detector.probe(fp, item.order, tables=item.tables, fp_bytes=item.fp)
             metrics.PROBES.inc()
             metrics.CANDIDATES.inc(detector.candidates - before)
             answers[doc_partition(item.doc, self.topics.partitions)].append({
