@@ -13,15 +13,13 @@ import re
 
 import numpy as np
 
-from stream.fingerprint.hashing import char_codes, char_ngram_hashes, ngram_hashes, token_hashes
+from stream.fingerprint.hashing import U64, char_codes, fmix64, ngram_hashes, token_hashes
 
 _WORD = re.compile(r"\w+")
-_SPACE = re.compile(r"\s+")
 CJK_SHARE = 0.3  # at least this share of non-space characters are CJK -> character shingles
 
 
-def cjk_share(text: str) -> float:
-    codes = char_codes(_SPACE.sub("", text))
+def _cjk_share_of_codes(codes: np.ndarray) -> float:
     if len(codes) == 0:
         return 0.0
     cjk = (
@@ -34,15 +32,37 @@ def cjk_share(text: str) -> float:
     return float(cjk.mean())
 
 
+def _without_space(text: str) -> str:
+    # str.split() and the regex \s agree on what whitespace is (str.isspace); split is ~8x faster
+    return "".join(text.split())
+
+
+def cjk_share(text: str) -> float:
+    return _cjk_share_of_codes(char_codes(_without_space(text)))
+
+
 def shingle_unit(text: str) -> str:
     """'char' or 'word': how this text is shingled."""
     return "char" if cjk_share(text) >= CJK_SHARE else "word"
 
 
+def sorted_unique(hashes: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a uint64 array by sort + mask (numpy 2's hash-based unique was 4x slower here)."""
+    if len(hashes) < 2:
+        return hashes.copy()
+    s = np.sort(hashes)
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def shingle_hashes(text: str, char_n: int = 5, word_n: int = 3) -> np.ndarray:
     """Sorted unique 64-bit hashes of the text's shingle set (empty for empty text)."""
-    if shingle_unit(text) == "char":
-        hashes = char_ngram_hashes(_SPACE.sub("", text), char_n)
+    compact = _without_space(text)
+    codes = char_codes(compact)
+    if _cjk_share_of_codes(codes) >= CJK_SHARE:
+        hashes = ngram_hashes(fmix64(codes + U64(0x1F)), char_n)  # = char_ngram_hashes(compact, char_n)
     else:
         hashes = ngram_hashes(token_hashes(_WORD.findall(text)), word_n)
-    return np.unique(hashes)
+    return sorted_unique(hashes)
