@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.hashing import U64, char_ngram_hashes, fmix64, ngram_hashes
-from stream.fingerprint.minhash import EMPTY, oph
+from stream.fingerprint.minhash import EMPTY, densify, oph
 from stream.fingerprint.shingles import shingle_hashes, shingle_unit
 from stream.fingerprint.simhash import hamming, simhash
 from stream.fingerprint.sketch import Sketch, SketchSpec, estimate_jaccard, make_sketch
@@ -84,3 +84,21 @@ def test_bands_collide_for_near_duplicates_only() -> None:
     assert sum(x[0] == y[0] for x, y in zip(ba, bn, strict=True)) >= 8
     assert sum(x[0] == y[0] for x, y in zip(ba, bf, strict=True)) == 0
     assert hamming(0b1010, 0b0110) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.just(-1), st.integers(0, 2**63)), min_size=1, max_size=64))
+def test_densify_borrows_from_the_next_nonempty_bin_to_the_right(cells: list[int]) -> None:
+    """The vectorized densify equals the rule written as a loop (circular, distance mixed in)."""
+    values = np.array([EMPTY if c < 0 else c for c in cells], dtype=np.uint64)
+    got = densify(values)
+    k = len(values)
+    full = [i for i in range(k) if values[i] != EMPTY]
+    for i in range(k):
+        if values[i] != EMPTY or not full:
+            assert got[i] == values[i]
+            continue
+        nxt = next((j for j in full if j >= i), full[0] + k)
+        # array arithmetic: uint64 wraps silently (numpy warns on scalar overflow)
+        mixed = values[[nxt % k]] + np.array([nxt - i], dtype=U64) * np.array([0x9E3779B97F4A7C15], dtype=U64)
+        assert got[i] == fmix64(mixed)[0]
