@@ -8,6 +8,7 @@ next to the index.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Collection
 
@@ -36,6 +37,12 @@ def decode_record(raw: bytes) -> tuple[Fingerprint, Order]:
     return Fingerprint.from_bytes(raw[start + n :]), (ts, oid)
 
 
+# Decoding a stored record costs ~55 us, and near-duplicate clusters make the same earlier documents
+# candidates again and again (docs/service.md, "Probe stage"). Keyed by the record's bytes: a
+# replaced record has other bytes, so it is never served stale.
+decode_record_cached = functools.lru_cache(maxsize=4096)(decode_record)
+
+
 class Detector:
     """Finds every indexed document whose verified similarity to a new one reaches ``threshold``."""
 
@@ -46,10 +53,6 @@ class Detector:
         self.mu = mu
         self.candidates = 0  # running totals, for statistics
         self.verified = 0
-        # Decoded candidate records by their raw bytes (a replaced record has other bytes, so it is
-        # never served stale): near-duplicate clusters make the same documents candidates again and
-        # again. Measured in docs/service.md ("Probe stage").
-        self._decoded: dict[bytes, tuple[Fingerprint, Order]] = {}
 
     def probe(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
               insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
@@ -64,7 +67,7 @@ class Detector:
         for doc_id, raw in zip(ids, raws, strict=True):
             if raw is None:  # expired or deleted between index and record: not a match any more
                 continue
-            other, other_order = self._decode(raw)
+            other, other_order = decode_record_cached(raw)
             score = similarity(fp, other, fp.spec, self.mu)
             if score >= self.threshold:
                 self.verified += 1
@@ -76,18 +79,6 @@ class Detector:
             self.records.put(_record_key(fp.doc_id), encode_record(fp, order, fp_bytes))
             self.index.insert(fp.simhash, fp.doc_id, order[0], fp.bands, tables=tables)
         return matches
-
-    decoded_cache = 4096  # entries, ~3 KB each
-
-    def _decode(self, raw: bytes) -> tuple[Fingerprint, Order]:
-        decoded = self._decoded.get(raw)
-        if decoded is None:
-            decoded = decode_record(raw)
-            if self.decoded_cache:
-                if len(self._decoded) >= self.decoded_cache:
-                    self._decoded.pop(next(iter(self._decoded)))  # oldest first (insertion order)
-                self._decoded[raw] = decoded
-        return decoded
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))

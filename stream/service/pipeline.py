@@ -11,6 +11,7 @@ agent flushes ``Output`` before acknowledging its batch.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -101,6 +102,11 @@ class DocumentStage:
             self.output.send(self.topics.gather, str(partition).encode(), dumps(entries), partition=partition)
 
 
+# A document's probe goes to every partition owning one of its buckets (usually all of them), and one
+# worker often owns several: decode its fingerprint once, not once per partition.
+fingerprint_of = functools.lru_cache(maxsize=1024)(Fingerprint.from_bytes)
+
+
 class ProbeStage:
     """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
 
@@ -130,7 +136,7 @@ class ProbeStage:
         detector = self.detector(partition)
         answers: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for item in items:
-            fp = Fingerprint.from_bytes(item.fp)
+            fp = fingerprint_of(item.fp)
             before = detector.candidates
             matches = detector.probe(fp, item.order, tables=item.tables, fp_bytes=item.fp)
             metrics.PROBES.inc()
