@@ -7,9 +7,11 @@ topic land on one worker) and table recovery from the changelogs. Output goes th
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import faust
@@ -123,38 +125,45 @@ class DedupApp:
 
         self.output.take_delivered(persist)
 
+    async def _batch(self, stage: str, handle: Callable[[], None]) -> None:
+        """One agent batch: handle it, deliver everything it produced, and only then return, after
+        which Faust may acknowledge its input events (take_events acks when the loop moves on)."""
+        t0, mark = time.perf_counter(), self.output.mark()
+        handle()
+        await self._flush(mark)
+        metrics.BATCH_SECONDS.labels(stage).observe(time.perf_counter() - t0)
+
+    def _handle_documents(self, events: list[EventT]) -> None:
+        self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
+
+    def _handle_probes(self, events: list[EventT]) -> None:
+        for e in events:
+            self.probes.handle(e.message.partition, [ProbeItem.from_json(d) for d in loads(e.value)])
+
+    def _handle_gather(self, events: list[EventT]) -> None:
+        by_partition: dict[int, list[dict[str, Any]]] = {}
+        for e in events:
+            by_partition.setdefault(e.message.partition, []).extend(loads(e.value))
+        for partition, entries in by_partition.items():
+            self.gather.handle(partition, entries)
+
     def _define_agents(self) -> None:
         s = self.settings
 
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
             async for events in stream.take_events(s.batch_size, within=s.batch_within):
-                t0, mark = time.perf_counter(), self.output.mark()
-                self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
-                await self._flush(mark)
-                metrics.BATCH_SECONDS.labels("documents").observe(time.perf_counter() - t0)
+                await self._batch("documents", functools.partial(self._handle_documents, events))
 
         @self.app.agent(self.probe_topic)
         async def probe(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
-                t0, mark = time.perf_counter(), self.output.mark()
-                for e in events:
-                    items = [ProbeItem.from_json(d) for d in loads(e.value)]
-                    self.probes.handle(e.message.partition, items)
-                await self._flush(mark)
-                metrics.BATCH_SECONDS.labels("probe").observe(time.perf_counter() - t0)
+                await self._batch("probe", functools.partial(self._handle_probes, events))
 
         @self.app.agent(self.gather_topic)
         async def gather(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
-                t0, mark = time.perf_counter(), self.output.mark()
-                by_partition: dict[int, list[dict[str, Any]]] = {}
-                for e in events:
-                    by_partition.setdefault(e.message.partition, []).extend(loads(e.value))
-                for partition, entries in by_partition.items():
-                    self.gather.handle(partition, entries)
-                await self._flush(mark)
-                metrics.BATCH_SECONDS.labels("gather").observe(time.perf_counter() - t0)
+                await self._batch("gather", functools.partial(self._handle_gather, events))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
