@@ -142,7 +142,10 @@ class SimhashBlocks:
         return value.to_bytes((width + 7) // 8, "big"), (remove_bits(rest, low, width), nbits - width)
 
     def payload(self, fingerprint: int, source: Source) -> bytes:
-        return (remove_bits(fingerprint, self.low, self.width) & self.kept_mask).to_bytes(self.payload_len, "big")
+        # remove_bits inlined: this runs k + 1 times per insert
+        low = self.low
+        rest = ((fingerprint >> (low + self.width)) << low) | (fingerprint & ((1 << low) - 1))
+        return (rest & self.kept_mask).to_bytes(self.payload_len, "big")
 
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         """Fingerprints masked by ``filter_mask`` (the bits the payloads keep, plus the block)."""

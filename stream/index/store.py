@@ -183,11 +183,15 @@ class RocksStore:
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
         batch = WriteBatch(raw_mode=True)
+        put, delete = batch.put, batch.delete
+        writes = 0
         for key in deletes:
-            batch.delete(key)
+            delete(key)
+            writes += 1
         for key, value in puts:
-            batch.put(key, value)
-        if batch.len():
+            put(key, value)
+            writes += 1
+        if writes:
             self._db.write(batch)
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:

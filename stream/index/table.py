@@ -93,6 +93,15 @@ class BucketCache:
     def __contains__(self, key: bytes) -> bool:
         return key in self._buckets
 
+    def contains(self, key: bytes) -> bool:
+        return key in self._buckets
+
+    def grew_entries(self, count: int) -> None:
+        """Cached buckets gained ``count`` entries in all."""
+        self._entries += count
+        if self.BUCKET_BYTES * len(self._buckets) + self.ENTRY_BYTES * self._entries > self.max_bytes:
+            self._evict()
+
     @property
     def size_bytes(self) -> int:
         return self.BUCKET_BYTES * len(self._buckets) + self.ENTRY_BYTES * self._entries
@@ -207,6 +216,8 @@ class BucketTable:
     def routing_key(self, source: Source) -> bytes:
         return self._prefix + self.scheme.top(source)
 
+    root_key = routing_key  # the top-level bucket's node key is its routing prefix
+
     # -- reads -----------------------------------------------------------------------------------
 
     def bucket(self, key: bytes) -> Bucket:
@@ -267,17 +278,37 @@ class BucketTable:
         for leaf in leaves:
             yield leaf.key + ENTRY_TAG + handle, payload
 
-    def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> None:
-        """Mirror entries just written to the store into the cached leaves and the stats."""
-        cache, stats, kind = self.cache, self.stats, self.kind
+    def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> list[Leaf]:
+        """Mirror entries just written to the store into the cached leaves and the stats.
+
+        Returns the leaves big enough to be considered for a split (rarely any). Runs once per
+        leaf per insert, so the cache and level counters are updated inline (same arithmetic as
+        ``BucketCache.grew`` and ``LevelCounter.resize`` for a +1 step).
+        """
+        cache = self.cache
+        cached = cache.contains
+        levels = self.stats.levels[self.kind]
         masked = fingerprint & self.filter_mask
+        min_split = self.policy.min_split
+        grown = 0
+        big: list[Leaf] = []
         for leaf in leaves:
             bucket = leaf.bucket
             bucket.handles.append(handle)
             bucket.fps.append(masked)
-            cache.grew(leaf.key, 1)
+            if cached(leaf.key):  # an evicted leaf's object no longer counts
+                grown += 1
             size = len(bucket.handles)
-            stats.resize(kind, len(leaf.path), size - 1, size)
+            level = len(leaf.path)
+            if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
+                levels[level].entries += 1
+            else:
+                self.stats.resize(self.kind, level, size - 1, size)
+            if size >= min_split:
+                big.append(leaf)
+        if grown:
+            cache.grew_entries(grown)
+        return big
 
     def removed(self, leaves: list[Leaf], handle: int) -> None:
         for leaf in leaves:
