@@ -225,7 +225,6 @@ class BlockIndex:
         handles = list(near | band)
         raw = self.store.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
-        k = self.k
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
                 continue
