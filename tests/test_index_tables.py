@@ -31,8 +31,11 @@ def test_simhash_payload_round_trips_and_subblocks_are_lossless(fp: int, k: int,
     scheme = SimhashBlocks(64, k, block)
     top = scheme.top((fp, 0))
     payload = scheme.payload(fp, (fp, 0))
-    assert scheme.source_of(top, payload) == (fp, 0)
-    assert scheme.decode(top, [payload]).tolist() == [fp]
+    # Entries keep the block (in the key) and FILTER_BITS more bits; the rest comes from the record.
+    assert bin(scheme.filter_mask).count("1") == scheme.width + min(64 - scheme.width, scheme.FILTER_BITS)
+    assert scheme.source_of(top, payload) == (fp & scheme.filter_mask, 0)
+    assert scheme.decode(top, [payload]).tolist() == [fp & scheme.filter_mask]
+    assert SimhashBlocks(32, k, 0).exact  # 32-bit fingerprints: nothing dropped
     # A neighbour that shares the block shares, at every split level, at least one sub-block.
     flips = data.draw(st.lists(st.integers(0, 63), max_size=k, unique=True))
     other = fp
@@ -183,3 +186,17 @@ def test_resplit_off_keeps_one_level() -> None:
 
 def test_size_bins() -> None:
     assert [size_bin(n) for n in (1, 2, 3, 4, 7, 8)] == [1, 2, 2, 3, 3, 4]
+
+
+def test_filter_survivors_beyond_k_are_dropped_by_the_record() -> None:
+    """Bits 48-63 are block 0: tables 1-3 keep no copy of them in their entries, so a query that
+    differs only there passes their filters; the record's whole fingerprint must then reject it."""
+    index = BlockIndex(k=3, bands=1)
+    fp = 0x0123_4567_89AB_CDEF
+    index.insert(fp, "doc", bands=[(5, 6)])
+    far = fp ^ (0b1111111 << 50)  # distance 7
+    assert index.query(far) == []
+    (hit,) = index.query(far, bands=[(5, 6)])  # a band mate still comes back, with its true distance
+    assert (hit.doc_id, hit.distance, hit.via, hit.fingerprint) == ("doc", 7, "band", fp)
+    (hit,) = index.query(fp ^ 0b111 << 60)
+    assert (hit.distance, hit.via) == (3, "simhash")

@@ -6,8 +6,10 @@ index the streaming way (query, then insert, per document), then runs ``--querie
 from the same distribution. Reported per document: insert and query time, candidates per query,
 disk bytes per fingerprint (RocksDB directory after flush + full compaction). The peer (1e0ng's
 SimhashIndex, k = 3, in RAM) is built by ``add`` alone (its queries degrade to scans under skew) up to
-``--peer-max`` documents, and its answers are checked against ours. A skew sweep (fraction of
-fingerprints sharing one block) shows candidates per query for the three variants.
+``--peer-max`` documents, and its answers are checked against ours. Its queries degrade to scans under
+skew (~0.1-0.3 s each at 1M), so it answers queries until ``--peer-seconds`` of query time are spent
+(at least ``--peer-min-queries``); each row records how many queries it ran. A skew sweep (fraction
+of fingerprints sharing one block) shows candidates per query for the three variants.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Row:
     disk_bytes_per_fp: float | None
     splits: int
     build_s: float
-    agrees_with_peer: bool | None = None
+    agrees_with_peer: bool | None = None  # on the queries the peer answered
+    queries: int = 0  # fresh queries measured after the build
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -149,11 +152,14 @@ def run_ours(
         disk_bytes_per_fp=disk_per_fp,
         splits=stats.splits,
         build_s=build_s,
+        queries=len(queries),
     )
     return row, answers
 
 
-def run_peer(distribution: str, fps: list[int], queries: list[int]) -> tuple[Row, list[set[str]]]:
+def run_peer(
+    distribution: str, fps: list[int], queries: list[int], budget_s: float = float("inf"), min_queries: int = 100
+) -> tuple[Row, list[set[str]]]:
     from simhash import Simhash, SimhashIndex  # the peer is a bench-only dependency
 
     logging.getLogger("simhash").setLevel(logging.ERROR)  # it warns on every big bucket
@@ -164,16 +170,19 @@ def run_peer(distribution: str, fps: list[int], queries: list[int]) -> tuple[Row
     for i, fp in enumerate(fps):
         index.add(f"doc-{i}", Simhash(fp, f=64))
     build_s = clock() - start
-    answers, candidates = [], []
+    answers: list[set[str]] = []
+    candidates: list[int] = []
     t_query = 0.0
     for fp in queries:
+        if t_query > budget_s and len(answers) >= min_queries:
+            break
         sim = Simhash(fp, f=64)
         candidates.append(sum(len(index.bucket.get(key, ())) for key in index.get_keys(sim)))
         t0 = clock()
         answers.append(set(index.get_near_dups(sim)))
         t_query += clock() - t0
     insert_us = build_s / n * 1e6
-    query_us = t_query / max(len(queries), 1) * 1e6
+    query_us = t_query / max(len(answers), 1) * 1e6
     row = Row(
         distribution=distribution,
         n=n,
@@ -189,6 +198,7 @@ def run_peer(distribution: str, fps: list[int], queries: list[int]) -> tuple[Row
         disk_bytes_per_fp=None,  # in RAM only
         splits=0,
         build_s=build_s,
+        queries=len(answers),
     )
     return row, answers
 
@@ -225,7 +235,7 @@ def print_table(rows: list[Row]) -> None:
 
     table = Table(title="dedup bench index (k = 3, on disk; peer in RAM)")
     for col in ("dist", "N", "variant", "insert us", "query us", "q+i us", "tail q+i", "cand/q", "max", "B/fp",
-                "splits", "agree"):
+                "splits", "queries", "agree"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
@@ -233,7 +243,7 @@ def print_table(rows: list[Row]) -> None:
             f"{r.query_plus_insert_us:.1f}",
             "-" if np.isnan(r.tail_query_plus_insert_us) else f"{r.tail_query_plus_insert_us:.1f}",
             f"{r.candidates_mean:.0f}", f"{r.candidates_max:,}",
-            "-" if r.disk_bytes_per_fp is None else f"{r.disk_bytes_per_fp:.1f}", str(r.splits),
+            "-" if r.disk_bytes_per_fp is None else f"{r.disk_bytes_per_fp:.1f}", str(r.splits), str(r.queries),
             "-" if r.agrees_with_peer is None else str(r.agrees_with_peer),
         )
     Console(width=200).print(table)
@@ -291,14 +301,16 @@ def _ints(text: str) -> list[int]:
 @click.option("--sizes", default="100000,1000000", show_default=True, help="Index sizes N, comma separated.")
 @click.option("--queries", default=2000, show_default=True, help="Fresh queries after each build.")
 @click.option("--distributions", default="uniform,skewed,zipf", show_default=True)
-@click.option("--peer-max", default=100_000, show_default=True, help="Largest N for simhash.SimhashIndex.")
+@click.option("--peer-max", default=1_000_000, show_default=True, help="Largest N for simhash.SimhashIndex.")
+@click.option("--peer-seconds", default=60.0, show_default=True, help="Query time budget of the peer per run.")
+@click.option("--peer-min-queries", default=100, show_default=True)
 @click.option("--sweep", default="0,0.05,0.1,0.2,0.4", show_default=True, help="Skew fractions ('' to skip).")
 @click.option("--sweep-size", default=100_000, show_default=True)
 @click.option("--min-split", type=int, default=None, help="Override BlockIndex min_split.")
 @click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path))
 def command(
-    sizes: str, queries: int, distributions: str, peer_max: int, sweep: str, sweep_size: int,
-    min_split: int | None, out: Path,
+    sizes: str, queries: int, distributions: str, peer_max: int, peer_seconds: float, peer_min_queries: int,
+    sweep: str, sweep_size: int, min_split: int | None, out: Path,
 ) -> None:
     """Block index vs no re-splitting vs simhash.SimhashIndex: latency, candidates, disk bytes."""
     out.mkdir(parents=True, exist_ok=True)
@@ -314,13 +326,14 @@ def command(
             qs = fingerprints(distribution, queries, seed=2)
             peer_answers = None
             if n <= peer_max:
-                peer_row, peer_answers = run_peer(distribution, fps, qs)
+                peer_row, peer_answers = run_peer(distribution, fps, qs, peer_seconds, peer_min_queries)
                 rows.append(peer_row)
-                log(f"{distribution} N={n:,} peer: {peer_row.query_plus_insert_us:.1f} us/doc")
+                log(f"{distribution} N={n:,} peer: {peer_row.query_plus_insert_us:.1f} us/doc "
+                    f"({peer_row.queries} queries)")
             for variant in ("split", "nosplit"):
                 row, answers = run_ours(distribution, fps, qs, variant, tmp_root, min_split)
                 if peer_answers is not None:
-                    row.agrees_with_peer = answers == peer_answers
+                    row.agrees_with_peer = answers[: len(peer_answers)] == peer_answers
                 rows.append(row)
                 log(f"{distribution} N={n:,} {variant}: {row.query_plus_insert_us:.1f} us/doc, "
                     f"{row.candidates_mean:.0f} cand/q, {row.disk_bytes_per_fp} B/fp ({row.build_s:.0f} s build)")

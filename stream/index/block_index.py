@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-from array import array
 from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
@@ -44,11 +43,13 @@ HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
-FORMAT_VERSION = 1
-NUMPY_MIN = 48  # candidates from which numpy popcount beats a Python loop (measured, see _collect)
+FORMAT_VERSION = 2  # 2: simhash entries keep a 32-bit filter instead of the whole rest
+NUMPY_MIN = 96  # bucket size from which numpy popcount beats a Python loop (measured, see _filter)
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
 _RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands
+_HIT_HEAD = struct.Struct(">Qd")  # what a hit needs besides the doc id
 _SIGN = 1 << 63
+_PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
 _ALL = (1 << 64) - 1
 
 
@@ -72,7 +73,7 @@ class _Record(NamedTuple):
 
 def ts_key(ts: float) -> bytes:
     """8 bytes whose byte order is the numeric order of ``ts`` (IEEE 754 with the sign handled)."""
-    (bits,) = struct.unpack(">Q", struct.pack(">d", ts + 0.0))  # + 0.0 turns -0.0 into 0.0
+    (bits,) = _UNPACK_U64(_PACK_F64(ts + 0.0))  # + 0.0 turns -0.0 into 0.0
     return (bits ^ _ALL if bits & _SIGN else bits | _SIGN).to_bytes(8, "big")
 
 
@@ -129,10 +130,12 @@ class BlockIndex:
         schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
         schemes += [LshBand() for _ in range(bands)]
         self.tables: list[BucketTable] = [
-            BucketTable(t, scheme, store, self.cache, self._stats, self.policy) for t, scheme in enumerate(schemes)
+            BucketTable(t, scheme, store, self.cache, self._stats, self.policy, self._fingerprints_of)
+            for t, scheme in enumerate(schemes)
         ]
         self._all_tables = frozenset(range(k + 1 + bands))
         self._simhash_tables = frozenset(range(k + 1))
+        self._simhash_order = tuple(range(k + 1))
         self._mask_len = (len(self.tables) + 7) // 8
         self._masks: dict[frozenset[int], bytes] = {}
         raw_handle = store.get(META_NS + b"handle")
@@ -161,7 +164,8 @@ class BlockIndex:
             raise ValueError("ts is NaN")
         band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
         used = self._tables_for(tables, band_pairs)
-        raw_handle = self.store.get(doc_key(doc_id))
+        id_key = doc_key(doc_id)
+        raw_handle = self.store.get(id_key)
         if raw_handle is not None:
             old = self._record(raw_handle)
             if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
@@ -171,7 +175,7 @@ class BlockIndex:
                 return
             self._delete_handle(raw_handle, old)
         record = _Record(fingerprint, ts, used, band_pairs, doc_id)
-        self._add(self._allocate_handle(), record, used, new=True)
+        self._add(self._allocate_handle(), record, used, id_key=id_key)
 
     def query(
         self,
@@ -186,67 +190,88 @@ class BlockIndex:
         self._check_fingerprint(fingerprint)
         band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
         probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
-        found: dict[int, tuple[int, str]] = {}  # handle -> (distance, via)
-        simhash = [leaf.bucket for table, leaves, _ in probe if table.kind == "simhash" for leaf in leaves]
-        band = [leaf.bucket for table, leaves, _ in probe if table.kind == "band" for leaf in leaves]
-        if band:
-            self._collect(band, fingerprint, 64, "band", found)
-        self._collect(simhash, fingerprint, self.k, "simhash", found)  # second: its via wins
-        if not found:
+        # Simhash candidates pass a filter on the bits their entries keep (a lower bound of the
+        # distance); the records fetched for the hits' doc ids then give the exact distance.
+        near: set[int] = set()
+        band: set[int] = set()
+        simhash_total = band_total = 0
+        band_probed = False
+        k = self.k
+        for table, leaves, _ in probe:
+            if table.kind == "band":
+                band_probed = True
+                for leaf in leaves:
+                    band.update(leaf.bucket.handles)
+                    band_total += len(leaf.bucket.handles)
+                continue
+            masked = fingerprint & table.filter_mask
+            for leaf in leaves:
+                bucket = leaf.bucket
+                size = len(bucket.handles)
+                simhash_total += size
+                if size >= NUMPY_MIN:
+                    self._filter_numpy(bucket, masked, near)
+                    continue
+                # The hot loop (most buckets hold a few dozen entries): inline, no call per bucket.
+                for stored, handle in zip(bucket.fps, bucket.handles):  # noqa: B905 (parallel arrays)
+                    if (stored ^ masked).bit_count() <= k:
+                        near.add(handle)
+        candidates = self._stats.candidates
+        if band_probed:
+            candidates["band"].add(band_total)
+        candidates["simhash"].add(simhash_total)
+        if not near and not band:
             return []
-        handles = list(found)
+        handles = list(near | band)
         raw = self.store.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
         for handle, value in zip(handles, raw, strict=True):
-            if value is None:  # cannot happen unless the store was edited behind the index
+            if value is None:  # an entry left without its record by a crash cut (see table._partition)
                 continue
-            record = self._decode_record(value)
-            distance, via = found[handle]
-            hits.append(IndexHit(record.doc_id, distance, record.ts, record.fingerprint, via))
+            stored, ts = _HIT_HEAD.unpack_from(value)
+            distance = (stored ^ fingerprint).bit_count()
+            if distance <= k and handle in near:
+                via = "simhash"
+            elif handle in band:
+                via = "band"
+            else:  # passed the filter only on the bits the entries keep
+                continue
+            hits.append(IndexHit(self._doc_id_of(value), distance, ts, stored, via))
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
-    def _collect(
-        self, buckets: list[Bucket], fingerprint: int, max_distance: int, via: str, found: dict[int, tuple[int, str]]
-    ) -> None:
-        """Candidates of ``buckets`` within ``max_distance`` into ``found``, by popcount of the XOR.
+    def _filter_numpy(self, bucket: Bucket, masked: int, out: set[int]) -> None:
+        """Handles of a big ``bucket`` whose kept bits are within k of the query's (``masked``).
 
-        Below ``NUMPY_MIN`` candidates a Python loop is faster than numpy's fixed per-call cost
-        (measured: 1.6 us vs 2.7 us at 16 candidates, 3.4 vs 2.8 at 64; docs/index.md).
+        Below ``NUMPY_MIN`` entries ``query`` loops in Python instead: numpy's fixed per-call cost
+        only pays on big buckets (measured per bucket: 1.7 vs 5.9 us at 15 entries, 17 vs 11 at 200).
         """
-        total = sum(len(bucket.handles) for bucket in buckets)
-        self._stats.candidates[via].add(total)
-        if total < NUMPY_MIN:
-            for bucket in buckets:
-                for fp, handle in zip(bucket.fps, bucket.handles, strict=True):
-                    distance = (fp ^ fingerprint).bit_count()
-                    if distance <= max_distance:
-                        found[handle] = (distance, via)
-            return
-        fps, handles = array("Q"), array("Q")
-        for bucket in buckets:
-            fps.extend(bucket.fps)
-            handles.extend(bucket.handles)
-        distances = np.bitwise_count(np.frombuffer(fps, dtype=np.uint64) ^ np.uint64(fingerprint))
-        keep = np.flatnonzero(distances <= max_distance)
-        hit_handles = np.frombuffer(handles, dtype=np.uint64)[keep].tolist()
-        for handle, distance in zip(hit_handles, distances[keep].tolist(), strict=True):
-            found[handle] = (distance, via)
+        distances = np.bitwise_count(np.frombuffer(bucket.fps, dtype=np.uint64) ^ np.uint64(masked))
+        keep = np.flatnonzero(distances <= self.k)
+        if len(keep):
+            out.update(np.frombuffer(bucket.handles, dtype=np.uint64)[keep].tolist())
 
     def _probe(
         self, fingerprint: int, bands: tuple[tuple[int, int], ...], used: frozenset[int]
     ) -> list[tuple[BucketTable, list[Leaf], Source]]:
         """The leaves each used table reaches; memoized until the next mutation, so the usual
         query-then-insert of one document descends once."""
-        key = (fingerprint, bands, used)
-        if self._memo is not None and self._memo[0] == self._version and self._memo[1] == key:
-            return self._memo[2]
+        memo = self._memo
+        if memo is not None and memo[0] == self._version and memo[1] == (fingerprint, bands, used):
+            return memo[2]
         probe = []
-        for t in sorted(used):
+        k = self.k
+        cache_get = self.cache.get
+        for t in self._simhash_order if used is self._simhash_tables else sorted(used):
             table = self.tables[t]
-            source = self._source(t, fingerprint, bands)
-            probe.append((table, table.leaves(source), source))
-        self._memo = (self._version, key, probe)
+            source = (fingerprint, 0) if t <= k else bands[t - k - 1]
+            root = table.root_key(source)
+            bucket = cache_get(root)
+            if bucket is not None and not bucket.split:  # the common case, without the general descent
+                probe.append((table, [Leaf(root, bucket, (), None)], source))
+            else:
+                probe.append((table, table.leaves(source), source))
+        self._memo = (self._version, (fingerprint, bands, used), probe)
         return probe
 
     def delete(self, doc_id: str) -> bool:
@@ -346,32 +371,36 @@ class BlockIndex:
         self._next_handle += 1
         return handle
 
-    def _add(self, handle: int, record: _Record, tables: frozenset[int], new: bool = False) -> None:
+    def _add(self, handle: int, record: _Record, tables: frozenset[int], id_key: bytes | None = None) -> None:
         """Write the document's records and its entries in ``tables``, then re-split hot leaves.
+
+        ``id_key`` (the doc-id key) is given for a new document: then its expiry and id keys go too.
 
         Key order is the commit order: a changelog replays a prefix of it after a crash, and
         ``insert`` treats a present doc id as done, so the doc id is written last (after the
         handle reservation, the entries and the record) and a replayed prefix is always redone.
         """
-        hb = handle_bytes(handle)
+        hb = handle.to_bytes(HANDLE_LEN, "big")
         puts: list[tuple[bytes, bytes]] = []
         if self._next_handle > self._reserved:
             self._reserved = self._next_handle + HANDLE_BLOCK
             puts.append((META_NS + b"handle", self._reserved.to_bytes(8, "big")))
-        touched = self._probe(record.fingerprint, record.bands, tables)
+        fingerprint = record.fingerprint
+        touched = self._probe(fingerprint, record.bands, tables)
+        entry_tail = ENTRY_TAG + hb
         for table, leaves, source in touched:
-            payload = table.scheme.payload(record.fingerprint, source)
-            puts.extend((leaf.key + ENTRY_TAG + hb, payload) for leaf in leaves)
+            payload = table.scheme.payload(fingerprint, source)
+            for leaf in leaves:
+                puts.append((leaf.key + entry_tail, payload))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
-        if new:
+        if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
-            puts.append((doc_key(record.doc_id), hb))
+            puts.append((id_key, hb))
             self._stats.documents += 1
         self.store.write_batch(puts)
         self._mutated()
-        for table, leaves, _ in touched:
-            table.added(leaves, handle, record.fingerprint)
-        for table, leaves, source in touched:
+        big = [(table, table.added(leaves, handle, fingerprint), source) for table, leaves, source in touched]
+        for table, leaves, source in big:
             for leaf in leaves:
                 table.maybe_split(leaf, source)
 
@@ -396,6 +425,15 @@ class BlockIndex:
         if record is not None:
             self._stats.documents -= 1
         self._mutated()
+
+    def _doc_id_of(self, value: bytes) -> str:
+        """The doc id at the end of an encoded record (cheaper than decoding all of it)."""
+        return value[17 + self._mask_len + 16 * value[16] :].decode("utf-8", "surrogatepass")
+
+    def _fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
+        """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
+        values = self.store.multi_get([HANDLE_NS + raw for raw in raw_handles])
+        return [None if value is None else int.from_bytes(value[:8], "big") for value in values]
 
     def _record(self, raw_handle: bytes) -> _Record | None:
         value = self.store.get(HANDLE_NS + raw_handle)

@@ -67,6 +67,10 @@ class BlockScheme(Protocol):
 
     kind: str  # "simhash" or "band": the name used in stats and in IndexHit.via
     top_len: int  # bytes of the top-level block value in keys
+    payload_len: int
+    # Fingerprint bits that ``decode`` recovers (the others come back as 0); all ones if exact.
+    filter_mask: int
+    exact: bool  # the payload recovers the whole source (else a split fetches fingerprints)
 
     def top(self, source: Source) -> bytes: ...
 
@@ -92,10 +96,15 @@ class BlockScheme(Protocol):
 class SimhashBlocks:
     """Table ``block`` of the k + 1 pigeonhole block tables over ``bits``-bit fingerprints (see module doc).
 
-    Entries store the fingerprint minus the table's own block (6 bytes for 64/16): the block is in the key.
+    Entries store a *filter*: the low ``FILTER_BITS`` bits of the fingerprint minus the table's own
+    block (4 bytes instead of 6 for 64/16; the block is in the key). Distance on the known bits is a
+    lower bound of the true distance, so filtering by it drops no neighbour; the few survivors that
+    are not neighbours (random data: 1.3e-6 per candidate at k = 3) are dropped once the hit's
+    record, fetched anyway for its doc id, gives the whole fingerprint. Saves 8 bytes per document.
     """
 
     kind = "simhash"
+    FILTER_BITS = 32
 
     def __init__(self, bits: int, k: int, block: int) -> None:
         if not 0 <= k < bits or bits > 64:
@@ -104,7 +113,17 @@ class SimhashBlocks:
         self.low, self.width = _group_layout(bits, k + 1)[block]
         self.top_len = (self.width + 7) // 8
         self.rest_bits = bits - self.width
-        self.payload_len = (self.rest_bits + 7) // 8
+        self.kept_bits = min(self.rest_bits, self.FILTER_BITS)
+        self.exact = self.kept_bits == self.rest_bits
+        self.kept_mask = (1 << self.kept_bits) - 1
+        self.payload_len = (self.kept_bits + 7) // 8
+        self.block_mask = (1 << self.width) - 1
+        self.filter_mask = self._restore(self.kept_mask, self.block_mask)
+
+    def _restore(self, rest: int, block: int) -> int:
+        """The fingerprint whose block is ``block`` and whose bits outside it are ``rest``."""
+        low = self.low
+        return ((rest >> low) << (low + self.width)) | (block << low) | (rest & ((1 << low) - 1))
 
     def top(self, source: Source) -> bytes:
         return ((source[0] >> self.low) & ((1 << self.width) - 1)).to_bytes(self.top_len, "big")
@@ -123,9 +142,13 @@ class SimhashBlocks:
         return value.to_bytes((width + 7) // 8, "big"), (remove_bits(rest, low, width), nbits - width)
 
     def payload(self, fingerprint: int, source: Source) -> bytes:
-        return remove_bits(fingerprint, self.low, self.width).to_bytes(self.payload_len, "big")
+        # remove_bits inlined: this runs k + 1 times per insert
+        low = self.low
+        rest = ((fingerprint >> (low + self.width)) << low) | (fingerprint & ((1 << low) - 1))
+        return (rest & self.kept_mask).to_bytes(self.payload_len, "big")
 
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        """Fingerprints masked by ``filter_mask`` (the bits the payloads keep, plus the block)."""
         if not payloads:
             return np.zeros(0, dtype=U64)
         pad = b"\x00" * (8 - self.payload_len)
@@ -138,10 +161,8 @@ class SimhashBlocks:
         return ((rest >> U64(low)) << U64(low + width)) | block | below
 
     def source_of(self, top: bytes, payload: bytes) -> Source:
-        rest = int.from_bytes(payload, "big")
-        low = self.low
-        fingerprint = ((rest >> low) << (low + self.width)) | (int.from_bytes(top, "big") << low)
-        return fingerprint | (rest & ((1 << low) - 1)), 0
+        """The source of an entry; whole only if ``exact`` (else the caller fetches the fingerprint)."""
+        return self._restore(int.from_bytes(payload, "big"), int.from_bytes(top, "big")), 0
 
 
 class LshBand:
@@ -152,6 +173,8 @@ class LshBand:
     ROWS = 4  # extension rows available for re-splitting (stream.fingerprint.bands.EXTENSION_ROWS)
     ROW_BITS = 16
     payload_len = 16  # fingerprint (for .distance) + extension (for later splits)
+    filter_mask = (1 << 64) - 1
+    exact = True
 
     def top(self, source: Source) -> bytes:
         return source[0].to_bytes(8, "big")

@@ -14,17 +14,17 @@ the path, so keys of distinct nodes never collide. Entries live only in leaves; 
 sits exactly in the leaves reached by descending S through the current split structure, so deleting
 a document needs no list of its keys: descending again finds them.
 
-Reads go through ``BucketCache``: per leaf, packed fingerprints and handles (``array('Q')``, viewed as
-numpy at query time), bounded by an estimate of their memory, LRU; a miss is rebuilt from one prefix
-scan. Writes go to the store first and then update the cached leaf in place. See docs/index.md for
-the measurements behind this layout.
+Reads go through ``BucketCache``: per leaf, packed fingerprints (masked to the bits the entries keep,
+``scheme.filter_mask``) and handles (``array('Q')``), bounded by an estimate of their memory, LRU; a
+miss is rebuilt from one prefix scan. Writes go to the store first and then update the cached leaf in
+place. See docs/index.md for the measurements behind this layout.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from stream.index.schemes import BlockScheme, Source, State
@@ -92,6 +92,15 @@ class BucketCache:
 
     def __contains__(self, key: bytes) -> bool:
         return key in self._buckets
+
+    def contains(self, key: bytes) -> bool:
+        return key in self._buckets
+
+    def grew_entries(self, count: int) -> None:
+        """Cached buckets gained ``count`` entries in all."""
+        self._entries += count
+        if self.BUCKET_BYTES * len(self._buckets) + self.ENTRY_BYTES * self._entries > self.max_bytes:
+            self._evict()
 
     @property
     def size_bytes(self) -> int:
@@ -173,8 +182,10 @@ class Leaf:
         self.state = state  # None until needed (computing it costs; most leaves never split)
 
 
-# sub-bucket key -> (its new leaf, [(handle bytes, payload, fingerprint)])
+# sub-bucket key -> (its new leaf, [(handle bytes, payload, masked fingerprint)])
 Children = dict[bytes, tuple[Leaf, list[tuple[bytes, bytes, int]]]]
+# handles (HANDLE_LEN bytes each) -> their documents' whole fingerprints (None: no record)
+Resolver = Callable[[list[bytes]], list[int | None]]
 
 
 class BucketTable:
@@ -188,6 +199,7 @@ class BucketTable:
         cache: BucketCache,
         stats: StatsRecorder,
         policy: SplitPolicy,
+        resolve: Resolver | None = None,
     ) -> None:
         self.table_id = table_id
         self.scheme = scheme
@@ -196,10 +208,15 @@ class BucketTable:
         self.cache = cache
         self.stats = stats
         self.policy = policy
+        # Needed to split when entries keep only part of the fingerprint (scheme.exact is False).
+        self.resolve = resolve
+        self.filter_mask = scheme.filter_mask
         self._prefix = bytes([table_id])
 
     def routing_key(self, source: Source) -> bytes:
         return self._prefix + self.scheme.top(source)
+
+    root_key = routing_key  # the top-level bucket's node key is its routing prefix
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -238,7 +255,7 @@ class BucketTable:
         if bucket is None:
             bucket = self._load(root)
             self.cache.put(root, bucket)
-        if not bucket.split:
+        if not bucket.split:  # the common case: one unsplit top-level bucket
             return [Leaf(root, bucket, (), None)]
         out: list[Leaf] = []
         stack: list[tuple[bytes, Bucket, tuple[int, ...], State]] = [
@@ -261,16 +278,37 @@ class BucketTable:
         for leaf in leaves:
             yield leaf.key + ENTRY_TAG + handle, payload
 
-    def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> None:
-        """Mirror entries just written to the store into the cached leaves and the stats."""
-        cache, stats, kind = self.cache, self.stats, self.kind
+    def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> list[Leaf]:
+        """Mirror entries just written to the store into the cached leaves and the stats.
+
+        Returns the leaves big enough to be considered for a split (rarely any). Runs once per
+        leaf per insert, so the cache and level counters are updated inline (same arithmetic as
+        ``BucketCache.grew`` and ``LevelCounter.resize`` for a +1 step).
+        """
+        cache = self.cache
+        cached = cache.contains
+        levels = self.stats.levels[self.kind]
+        masked = fingerprint & self.filter_mask
+        min_split = self.policy.min_split
+        grown = 0
+        big: list[Leaf] = []
         for leaf in leaves:
             bucket = leaf.bucket
             bucket.handles.append(handle)
-            bucket.fps.append(fingerprint)
-            cache.grew(leaf.key, 1)
+            bucket.fps.append(masked)
+            if cached(leaf.key):  # an evicted leaf's object no longer counts
+                grown += 1
             size = len(bucket.handles)
-            stats.resize(kind, len(leaf.path), size - 1, size)
+            level = len(leaf.path)
+            if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
+                levels[level].entries += 1
+            else:
+                self.stats.resize(self.kind, level, size - 1, size)
+            if size >= min_split:
+                big.append(leaf)
+        if grown:
+            cache.grew_entries(grown)
+        return big
 
     def removed(self, leaves: list[Leaf], handle: int) -> None:
         for leaf in leaves:
@@ -322,9 +360,19 @@ class BucketTable:
         children: Children = {}
         entries = list(self.store.scan_prefix(leaf.key + ENTRY_TAG))
         fps = scheme.decode(top, [payload for _, payload in entries]).tolist()
-        for (entry_key, payload), fingerprint in zip(entries, fps, strict=True):
-            handle = entry_key[-HANDLE_LEN:]
-            state = self._state_at(scheme.source_of(top, payload), leaf.path)
+        handles = [entry_key[-HANDLE_LEN:] for entry_key, _ in entries]
+        if scheme.exact:
+            sources: list[Source | None] = [scheme.source_of(top, payload) for _, payload in entries]
+        else:
+            if self.resolve is None:
+                raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
+            sources = [None if fp is None else (fp, 0) for fp in self.resolve(handles)]
+        for handle, source, payload, fingerprint in zip(handles, sources, (p for _, p in entries), fps, strict=True):
+            if source is None:
+                # An entry without a document record: left by a changelog prefix cut inside an insert
+                # whose redelivery took a new handle. Nothing can reach it any more: drop it.
+                continue
+            state = self._state_at(source, leaf.path)
             for group in range(groups):
                 value, child_state = scheme.child(state, group)
                 child_key = leaf.key + CHILD_TAG + bytes([group]) + value
@@ -332,7 +380,6 @@ class BucketTable:
                     children[child_key] = (Leaf(child_key, Bucket(), (*leaf.path, group), child_state), [])
                 children[child_key][1].append((handle, payload, fingerprint))
         return [entry_key for entry_key, _ in entries], children
-        return children
 
     def _write_split(self, leaf: Leaf, deletes: list[bytes], children: Children) -> None:
         # Commit order (a changelog may replay a prefix): children, then the split marker, then the
