@@ -10,6 +10,14 @@ The fetch loop then sees a jump in offsets, takes it for a compaction gap and ac
 missing offsets (or, for one record, its commit check is off by one), so they are committed unread.
 We saw it after a SIGKILL restart: 1 to 14 records per input partition never reached the agent.
 
+Two more ways a record can go missing after it was delivered to a stream (e.g. its channel queue
+cleared by a flow suspension): Faust's commit check lets one unacknowledged record at the committed
+offset pass (``min(acked) - committed > 1``: off by one), and several stall the commits for good,
+since nothing reads them again. ``_new_offset`` refuses to commit past an unacknowledged record at
+the committed offset (unless Faust recorded it as a compaction gap), and ``_rewind_stalled`` seeks a
+partition back to its committed offset when that record is neither acknowledged nor held by any
+stream while later ones are acknowledged.
+
 The guard records the last offset actually delivered per partition (by wrapping the consumer's
 delivery callback; right after an assignment, the committed offset reading starts from). When a
 fetched record lies beyond that + 1, it seeks back to the first
@@ -30,6 +38,7 @@ log = logging.getLogger("dedup.offsets")
 _ORIGINAL_INIT = Consumer.__init__
 _ORIGINAL_GETMANY = Consumer.getmany
 _ORIGINAL_REVOKED = Consumer.on_partitions_revoked
+_ORIGINAL_NEW_OFFSET = Consumer._new_offset
 
 
 def _delivered(consumer: Any) -> dict[Any, int]:
@@ -49,11 +58,46 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     self.callback = callback
 
 
+def _head_missing(self: Any, tp: Any) -> int | None:
+    """The committed offset of ``tp`` if its record is not acknowledged but a later one is."""
+    acked = self._acked.get(tp)
+    committed = self._committed_offset.get(tp)
+    if not acked or committed is None or min(acked) <= committed:
+        return None
+    if self._gap[tp].overlaps_point(committed):  # absent from the log: Faust's gap handling applies
+        return None
+    return int(committed)
+
+
+def _new_offset(self: Any, tp: Any) -> int | None:
+    if _head_missing(self, tp) is not None:
+        return None  # Faust's own check lets exactly one missing record through
+    offset: int | None = _ORIGINAL_NEW_OFFSET(self, tp)
+    return offset
+
+
+async def _rewind_stalled(self: Any, delivered: dict[Any, int], retried: dict[Any, int]) -> None:
+    for tp in list(self._acked):
+        head = _head_missing(self, tp)
+        if head is None or retried.get(("stall", tp)) == head or tp not in self.assignment():
+            continue
+        first_acked = min(self._acked[tp])
+        if any(m.tp == tp and head <= m.offset < first_acked for m in list(self._unacked_messages)):
+            continue  # still held by a stream: not stalled, just in progress
+        retried[("stall", tp)] = head
+        log.warning("%s[%d]: offsets from %d were delivered but never processed; fetching them again",
+                    tp.topic, tp.partition, head)
+        await self._seek(tp, head)
+        self._read_offset[tp] = head - 1 if head > 0 else None
+        delivered[tp] = head - 1
+
+
 async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
     delivered = _delivered(self)
     retried: dict[Any, int] = self.__dict__.setdefault("_dedup_gap_retried", {})  # tp -> first missing
     sought: set[Any] = set()  # partitions sought back during this fetch: the rest of it is stale
     acks_enabled_for = self.app.topics.acks_enabled_for
+    await _rewind_stalled(self, delivered, retried)
     async for tp, message in _ORIGINAL_GETMANY(self, timeout):
         if tp in sought:
             continue
@@ -88,3 +132,4 @@ def install_gap_guard() -> None:
     Consumer.__init__ = _init  # type: ignore[method-assign]
     Consumer.getmany = _getmany  # type: ignore[method-assign]
     Consumer.on_partitions_revoked = _on_partitions_revoked  # type: ignore[method-assign]
+    Consumer._new_offset = _new_offset  # type: ignore[method-assign]
