@@ -380,7 +380,7 @@ class BlockIndex:
         ``insert`` treats a present doc id as done, so the doc id is written last (after the
         handle reservation, the entries and the record) and a replayed prefix is always redone.
         """
-        hb = handle.to_bytes(HANDLE_LEN, "big")
+        hb = handle_bytes(handle)
         puts: list[tuple[bytes, bytes]] = []
         if self._next_handle > self._reserved:
             self._reserved = self._next_handle + HANDLE_BLOCK
@@ -428,7 +428,8 @@ class BlockIndex:
 
     def _doc_id_of(self, value: bytes) -> str:
         """The doc id at the end of an encoded record (cheaper than decoding all of it)."""
-        return value[17 + self._mask_len + 16 * value[16] :].decode("utf-8", "surrogatepass")
+        nbands = value[_RECORD_HEAD.size - 1]  # the head's last field
+        return value[_RECORD_HEAD.size + self._mask_len + 16 * nbands :].decode("utf-8", "surrogatepass")
 
     def _fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
         """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
@@ -452,7 +453,7 @@ class BlockIndex:
 
     def _decode_record(self, value: bytes) -> _Record:
         fingerprint, ts, nbands = _RECORD_HEAD.unpack_from(value)
-        pos = 17
+        pos = _RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len
         bands = tuple(

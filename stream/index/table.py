@@ -93,13 +93,10 @@ class BucketCache:
     def __contains__(self, key: bytes) -> bool:
         return key in self._buckets
 
-    def contains(self, key: bytes) -> bool:
-        return key in self._buckets
-
     def grew_entries(self, count: int) -> None:
         """Cached buckets gained ``count`` entries in all."""
         self._entries += count
-        if self.BUCKET_BYTES * len(self._buckets) + self.ENTRY_BYTES * self._entries > self.max_bytes:
+        if self.size_bytes > self.max_bytes:
             self._evict()
 
     @property
@@ -286,7 +283,7 @@ class BucketTable:
         ``BucketCache.grew`` and ``LevelCounter.resize`` for a +1 step).
         """
         cache = self.cache
-        cached = cache.contains
+        cached = cache.__contains__
         levels = self.stats.levels[self.kind]
         masked = fingerprint & self.filter_mask
         min_split = self.policy.min_split
