@@ -60,6 +60,10 @@ def char_codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(U64)
 
 
-def char_ngram_hashes(text: str, n: int) -> np.ndarray:
-    codes = char_codes(text)
+def code_ngram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
+    """Character n-gram hashes from code points already at hand (``char_codes``)."""
     return ngram_hashes(fmix64(codes + U64(0x1F)), n)
+
+
+def char_ngram_hashes(text: str, n: int) -> np.ndarray:
+    return code_ngram_hashes(char_codes(text), n)

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from stream.fingerprint.hashing import U64, char_codes, fmix64, ngram_hashes, token_hashes
+from stream.fingerprint.hashing import char_codes, code_ngram_hashes, ngram_hashes, token_hashes
 
 _WORD = re.compile(r"\w+")
 CJK_SHARE = 0.3  # at least this share of non-space characters are CJK -> character shingles
@@ -62,7 +62,7 @@ def shingle_hashes(text: str, char_n: int = 5, word_n: int = 3) -> np.ndarray:
     compact = _without_space(text)
     codes = char_codes(compact)
     if _cjk_share_of_codes(codes) >= CJK_SHARE:
-        hashes = ngram_hashes(fmix64(codes + U64(0x1F)), char_n)  # = char_ngram_hashes(compact, char_n)
+        hashes = code_ngram_hashes(codes, char_n)
     else:
         hashes = ngram_hashes(token_hashes(_WORD.findall(text)), word_n)
     return sorted_unique(hashes)
