@@ -24,10 +24,10 @@ def _record_key(doc_id: str) -> bytes:
     return b"rec\x00" + doc_id.encode()
 
 
-def encode_record(fp: Fingerprint, order: Order, raw: bytes | None = None) -> bytes:
-    """``raw``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
+def encode_record(fp: Fingerprint, order: Order, fp_bytes: bytes | None = None) -> bytes:
+    """``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
     oid = order[1].encode()
-    return _ORDER.pack(order[0], len(oid)) + oid + (raw if raw is not None else fp.to_bytes())
+    return _ORDER.pack(order[0], len(oid)) + oid + (fp_bytes if fp_bytes is not None else fp.to_bytes())
 
 
 def decode_record(raw: bytes) -> tuple[Fingerprint, Order]:

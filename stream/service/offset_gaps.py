@@ -77,14 +77,15 @@ def _new_offset(self: Any, tp: Any) -> int | None:
 
 
 async def _rewind_stalled(self: Any, delivered: dict[Any, int], retried: dict[Any, int]) -> None:
+    """``retried``: tp -> the committed offset this partition was last sought back to."""
     for tp in list(self._acked):
         head = _head_missing(self, tp)
-        if head is None or retried.get(("stall", tp)) == head or tp not in self.assignment():
+        if head is None or retried.get(tp) == head or tp not in self.assignment():
             continue
         first_acked = min(self._acked[tp])
         if any(m.tp == tp and head <= m.offset < first_acked for m in list(self._unacked_messages)):
             continue  # still held by a stream: not stalled, just in progress
-        retried[("stall", tp)] = head
+        retried[tp] = head
         log.warning("%s[%d]: offsets from %d were delivered but never processed; fetching them again",
                     tp.topic, tp.partition, head)
         await self._seek(tp, head)
@@ -97,7 +98,7 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
     retried: dict[Any, int] = self.__dict__.setdefault("_dedup_gap_retried", {})  # tp -> first missing
     sought: set[Any] = set()  # partitions sought back during this fetch: the rest of it is stale
     acks_enabled_for = self.app.topics.acks_enabled_for
-    await _rewind_stalled(self, delivered, retried)
+    await _rewind_stalled(self, delivered, self.__dict__.setdefault("_dedup_stall_retried", {}))
     async for tp, message in _ORIGINAL_GETMANY(self, timeout):
         if tp in sought:
             continue

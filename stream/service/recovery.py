@@ -47,22 +47,23 @@ def exact_last_offsets(conf: dict[str, Any], reported: dict[TopicPartition, int]
         return result
     consumer = Consumer({**conf, "group.id": "dedup-recovery-bounds", "enable.auto.commit": False,
                          "auto.offset.reset": "latest"})
+    def take(timeout: float) -> set[TopicPartition]:
+        """Raise each partition's bound to the records that arrived; the partitions they came from."""
+        seen = set()
+        for msg in consumer.consume(10_000, timeout=timeout):
+            if msg.error() is None:
+                tp = (str(msg.topic()), int(msg.partition() or 0))
+                result[tp] = max(result[tp], int(msg.offset() or 0))
+                seen.add(tp)
+        return seen
+
     try:
         consumer.assign([KafkaTopicPartition(t, p, result[(t, p)]) for t, p in sorted(pending)])
         deadline = time.monotonic() + timeout
         waiting = set(pending)
         while waiting and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, timeout=0.2):
-                if msg.error() is not None:
-                    continue
-                tp = (str(msg.topic()), int(msg.partition() or 0))
-                result[tp] = max(result[tp], int(msg.offset() or 0))
-                waiting.discard(tp)
-        # the rest of each batch came in the same fetch response: drain what is already here
-        for msg in consumer.consume(10_000, timeout=0.2):
-            if msg.error() is None:
-                tp = (str(msg.topic()), int(msg.partition() or 0))
-                result[tp] = max(result[tp], int(msg.offset() or 0))
+            waiting -= take(0.2)
+        take(0.2)  # the rest of each batch came in the same fetch response: drain what is already here
         if waiting:
             log.warning("no record read at the reported end of %s; keeping the broker's bound", sorted(waiting))
     finally:
