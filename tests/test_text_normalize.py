@@ -1,6 +1,6 @@
 """One test per normalization rule."""
 
-from stream.text.normalize import collapse_whitespace, normalize, to_halfwidth
+from stream.text.normalize import collapse_whitespace, normalize
 
 
 def test_nfkc_folds_compatibility_forms() -> None:
@@ -8,7 +8,9 @@ def test_nfkc_folds_compatibility_forms() -> None:
 
 
 def test_fullwidth_ascii_and_ideographic_space_become_halfwidth() -> None:
-    assert to_halfwidth("ＡＢＣ　１２３！") == "ABC 123!"
+    assert normalize("ＡＢＣ　１２３！") == "abc 123!"
+    for code in range(0xFF01, 0xFF5F):  # every full-width ASCII variant, by NFKC alone
+        assert normalize("x" + chr(code) + "x") == normalize("x" + chr(code - 0xFEE0) + "x")
     assert normalize("Ｐｙｔｈｏｎ　３．１１") == "python 3.11"
 
 

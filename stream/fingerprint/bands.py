@@ -10,12 +10,14 @@ to re-split a hot band bucket "by adding rows".
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from stream.fingerprint.hashing import U64, fmix64
+from stream.fingerprint.hashing import U64, fmix
 from stream.fingerprint.minhash import oph
 
 EXTENSION_ROWS = 4
 _SEED = 0x5EED_BA4D
+_MUL = U64(0x9E3779B97F4A7C15)
 
 
 def lsh_bands(shingles: np.ndarray, bands: int, rows: int) -> list[tuple[int, int]]:
@@ -23,16 +25,23 @@ def lsh_bands(shingles: np.ndarray, bands: int, rows: int) -> list[tuple[int, in
     if bands == 0 or len(shingles) == 0:
         return []
     need = bands * (rows + EXTENSION_ROWS)
-    bins = 1 << (need - 1).bit_length()
-    mins = oph(shingles, bins, seed=_SEED)
-    band_rows = mins[: bands * rows].reshape(bands, rows)
-    acc = np.zeros(bands, dtype=U64)
-    with np.errstate(over="ignore"):
+    mins = oph(shingles, 1 << (need - 1).bit_length(), seed=_SEED)
+    values, ext = _band_keys(mins, bands, rows)
+    return list(zip(values.tolist(), ext.tolist(), strict=True))
+
+
+@njit(cache=True)
+def _band_keys(mins: np.ndarray, bands: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    # band value: a polynomial over the band's rows, salted with the band number, then fmix64;
+    # extension: the low 16 bits of the next EXTENSION_ROWS rows after all bands' rows
+    values = np.empty(bands, dtype=np.uint64)
+    ext = np.zeros(bands, dtype=np.uint64)
+    for b in range(bands):
+        acc = np.uint64(0)
         for j in range(rows):
-            acc = acc * U64(0x9E3779B97F4A7C15) + band_rows[:, j]
-    values = fmix64(acc ^ np.arange(bands, dtype=U64))
-    ext_rows = mins[bands * rows : need].reshape(bands, EXTENSION_ROWS) & U64(0xFFFF)
-    ext = np.zeros(bands, dtype=U64)
-    for j in range(EXTENSION_ROWS):
-        ext |= ext_rows[:, j] << U64(16 * j)
-    return [(int(v), int(e)) for v, e in zip(values, ext, strict=True)]
+            acc = acc * _MUL + mins[b * rows + j]
+        values[b] = fmix(acc ^ np.uint64(b))
+        for j in range(EXTENSION_ROWS):
+            row = mins[bands * rows + b * EXTENSION_ROWS + j] & np.uint64(0xFFFF)
+            ext[b] |= row << np.uint64(16 * j)
+    return values, ext

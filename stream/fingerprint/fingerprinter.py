@@ -16,6 +16,7 @@ import numpy as np
 
 from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.document import Document
+from stream.fingerprint.features import word_features
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.shingles import shingle_hashes
@@ -125,8 +126,6 @@ class Fingerprinter:
     def _simhash(self, content: str, title: str, shingles: np.ndarray, doc: Document) -> int:
         if self.config.simhash_features == "shingles":
             return simhash(shingles)
-        from stream.text.weights import weigh
-
         pos = None
         if self.config.pos_tags:
             tagged = self.segmenter.cut_pos(content)
@@ -137,15 +136,14 @@ class Fingerprinter:
             # seed 002's IDF over the stream seen so far, this document included (df >= 1)
             self.stream_idf.update(tokens)
         title_tokens = self.segmenter.cut(title) if title else []
-        weights = weigh(tokens, self.config.weighting, title_tokens=title_tokens, pos=pos, idf=self.idf)
+        extra = None
         if doc.fields:
             from stream.text.fields import field_features
 
-            weights.update(field_features(doc.fields, self.segmenter))
-        feats = list(weights)
-        hashes = token_hashes(feats)
-        w = np.fromiter(weights.values(), dtype=np.float64, count=len(feats))
-        if len(feats) < self.config.short_text_features:
+            extra = field_features(doc.fields, self.segmenter)
+        hashes, w = word_features(tokens, self.config.weighting, title_tokens=title_tokens, pos=pos,
+                                  idf=self.idf, extra=extra)
+        if len(hashes) < self.config.short_text_features:
             # Short-text safeguard: too few words for a stable SimHash; character n-grams add votes
             # so one changed character moves a smaller share of them.
             grams = char_ngram_hashes(content.replace(" ", ""), self.config.short_text_ngram)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from numba import njit
 
 from stream.fingerprint.hashing import char_codes, code_ngram_hashes, ngram_hashes, token_hashes
 
@@ -19,17 +20,16 @@ _WORD = re.compile(r"\w+")
 CJK_SHARE = 0.3  # at least this share of non-space characters are CJK -> character shingles
 
 
+@njit(cache=True)
 def _cjk_share_of_codes(codes: np.ndarray) -> float:
     if len(codes) == 0:
         return 0.0
-    cjk = (
-        ((codes >= 0x3400) & (codes <= 0x9FFF))
-        | ((codes >= 0xF900) & (codes <= 0xFAFF))
-        | ((codes >= 0x20000) & (codes <= 0x2FFFF))
-        | ((codes >= 0x3040) & (codes <= 0x30FF))
-        | ((codes >= 0xAC00) & (codes <= 0xD7AF))
-    )
-    return float(cjk.mean())
+    cjk = 0
+    for c in codes:  # Han (incl. ext. A, compatibility, ext. B+), kana, Hangul
+        if (0x3400 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF or 0x20000 <= c <= 0x2FFFF
+                or 0x3040 <= c <= 0x30FF or 0xAC00 <= c <= 0xD7AF):
+            cjk += 1
+    return cjk / len(codes)
 
 
 def _without_space(text: str) -> str:
@@ -47,14 +47,18 @@ def shingle_unit(text: str) -> str:
 
 
 def sorted_unique(hashes: np.ndarray) -> np.ndarray:
-    """``np.unique`` of a uint64 array by sort + mask (numpy 2's hash-based unique was 4x slower here)."""
-    if len(hashes) < 2:
-        return hashes.copy()
-    s = np.sort(hashes)
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
+    """``np.unique`` of a uint64 array (numpy 2's hash-based unique was 4x slower here)."""
+    return _dedup_sorted(np.sort(hashes))  # numpy's sort: 12 us for 1,000 values, numba's 20 us
+
+
+@njit(cache=True)
+def _dedup_sorted(s: np.ndarray) -> np.ndarray:
+    n = 0
+    for i in range(len(s)):
+        if i == 0 or s[i] != s[n - 1]:
+            s[n] = s[i]
+            n += 1
+    return s[:n]
 
 
 def shingle_hashes(text: str, char_n: int = 5, word_n: int = 3) -> np.ndarray:

@@ -2,12 +2,13 @@
 
 The five steps of seeds 000/001 (segment, hash, weight, merge, reduce): every feature's 64-bit
 hash votes +w on its 1 bits and -w on its 0 bits; the fingerprint keeps the sign of each bit's sum.
-Bit i is 1 iff sum_f w_f * (2 h_f[i] - 1) > 0, computed as 2 (w @ bits) - sum(w).
+Bit i is 1 iff sum_f w_f * (2 h_f[i] - 1) > 0.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from stream.fingerprint.hashing import U64
 
@@ -16,14 +17,28 @@ def simhash(hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
     """SimHash of uint64 feature hashes with float weights (binary weights when None)."""
     if len(hashes) == 0:
         return 0
-    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    if weights is None:
-        votes = 2 * bits.sum(axis=0, dtype=np.int64) - len(hashes)
-    else:
-        w = weights.astype(np.float64)
-        votes = 2 * (w @ bits) - w.sum()
-    packed = np.packbits(votes > 0, bitorder="little")
-    return int(packed.view("<u8")[0])
+    w = np.ones(len(hashes)) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    return int(_vote(np.ascontiguousarray(hashes, dtype=U64), w))
+
+
+@njit(cache=True)
+def _vote(hashes: np.ndarray, weights: np.ndarray) -> np.uint64:
+    # in feature order, one running sum per bit: deterministic on every machine (a BLAS product
+    # may sum in another order), and exact for integer weights (tf counts, binary)
+    votes = np.zeros(64)
+    for i in range(len(hashes)):
+        h = hashes[i]
+        w = weights[i]
+        for bit in range(64):
+            if (h >> np.uint64(bit)) & np.uint64(1):
+                votes[bit] += w
+            else:
+                votes[bit] -= w
+    out = np.uint64(0)
+    for bit in range(64):
+        if votes[bit] > 0:
+            out |= np.uint64(1) << np.uint64(bit)
+    return out
 
 
 def hamming(a: int, b: int) -> int:

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stream.fingerprint.hashing import U64, fmix64
-from stream.fingerprint.minhash import oph
+from numba import njit
+
+from stream.fingerprint.hashing import U64
+from stream.fingerprint.minhash import oph_of_h32
 
 _KIND_EXACT, _KIND_BBIT = 0, 1
 
@@ -67,8 +69,16 @@ def make_sketch(shingles: np.ndarray, spec: SketchSpec) -> Sketch:
 
 
 def _bbit(h32: np.ndarray, spec: SketchSpec) -> np.ndarray:
-    mins = oph(fmix64(h32.astype(U64)), spec.bins)
-    return (mins & U64((1 << spec.bits) - 1)).astype(np.uint8)
+    return _low_bits(oph_of_h32(np.ascontiguousarray(h32, dtype=np.uint32), spec.bins), spec.bits)
+
+
+@njit(cache=True)
+def _low_bits(mins: np.ndarray, bits: int) -> np.ndarray:
+    out = np.empty(len(mins), dtype=np.uint8)
+    mask = np.uint64((1 << bits) - 1)
+    for i in range(len(mins)):
+        out[i] = mins[i] & mask
+    return out
 
 
 def estimate_jaccard(a: Sketch, b: Sketch, spec: SketchSpec) -> float:

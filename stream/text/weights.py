@@ -30,6 +30,12 @@ WEIGHTINGS = ("binary", "tf", "tfidf", "tfidf_len", "seed004")
 
 _HAS_WORD_CHAR = re.compile(r"[^\W_]").search  # a letter or digit of any script
 
+
+def is_feature(token: str, stop: Collection[str] = STOPWORDS) -> bool:
+    """A token is a feature unless it is a stop word or has no letter or digit (punctuation)."""
+    # isalnum() first: a C call that settles nearly every token; the regex only sees "3.11" etc.
+    return token not in stop and (token.isalnum() or _HAS_WORD_CHAR(token) is not None)
+
 # Seed 004's marker words: phrases of summary or contrast that flag a document's key sentences. The
 # seed names 综上所述, 总之, 但是 and describes the rest ("带有总结或转折意味的标志性的词或短语"); the list
 # below is ours, in simplified and traditional spellings. They are exempt from stop word removal.
@@ -189,8 +195,7 @@ def weigh(
     stop: Collection[str] = STOPWORDS if drop_stopwords else ()
     if scheme == "seed004" and drop_stopwords:
         stop = _STOPWORDS_BUT_MARKERS
-    # isalnum() first: a C call that settles nearly every token; the regex only sees "3.11" etc.
-    kept = {t: c for t, c in counts.items() if t not in stop and (t.isalnum() or _HAS_WORD_CHAR(t))}
+    kept = {t: c for t, c in counts.items() if is_feature(t, stop)}
     if scheme == "binary":
         return binary_weights(kept)
     if scheme == "tf":
