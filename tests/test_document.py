@@ -38,6 +38,8 @@ def test_event_time_forms() -> None:
         ({"id": "a", "text": "t", "meta": {"k": "v"}}, "'meta'"),
         ([1, 2], "JSON object"),
         (b"{not json", "not valid JSON"),
+        (b'{"id": "a", "text": "abc \\ud800 def"}', "'text' holds invalid Unicode"),
+        ({"id": "a", "text": "t", "tags": ["ok", "x\udfff"]}, r"'tags\[1\]' holds invalid Unicode"),
     ],
 )
 def test_bad_documents_are_named(raw: object, message: str) -> None:

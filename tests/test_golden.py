@@ -28,3 +28,15 @@ def test_golden_fingerprints(config_name: str) -> None:
     for doc_id, doc in DOCS.items():
         fp = fingerprinter.fingerprint(doc)
         assert [fp.hex, fp.content_hash.hex(), f"{fp.bands[0][0]:016x}"] == pinned["docs"][doc_id], doc_id
+
+
+@pytest.mark.parametrize("weighting", ["tf", "binary", "tfidf", "tfidf_len", "seed004"])
+def test_fast_backend_gives_the_same_fingerprints(weighting: str) -> None:
+    # rjieba takes other code paths (joined Han runs, an unordered token bag, the memoized count
+    # features); the schema says its tokens equal jieba's, so every fingerprint must too
+    pytest.importorskip("rjieba")
+    config = FingerprintConfig(weighting=weighting)
+    slow, fast = Fingerprinter(config), Fingerprinter(config.with_(segmenter="rjieba"))
+    assert slow.schema == fast.schema
+    for doc in DOCS.values():
+        assert fast.fingerprint(doc).to_bytes() == slow.fingerprint(doc).to_bytes(), doc.id

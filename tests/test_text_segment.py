@@ -1,9 +1,11 @@
 """Segmentation rules and token identity across backends."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stream.text.normalize import normalize
-from stream.text.segment import SETTINGS, available_backends, get_segmenter
+from stream.text.segment import SETTINGS, TOKEN_RE, available_backends, get_segmenter, split_runs
 
 # Chinese, English and mixed sentences, written for these tests.
 SAMPLES = [
@@ -84,6 +86,8 @@ def test_fast_backend_tokens_identical_to_jieba(backend, jieba_seg) -> None:
         text = normalize(sample)
         assert other.cut(text) == jieba_seg.cut(text), sample
         assert other.cut_pos(text) == jieba_seg.cut_pos(text), sample
+        bag = [t for t in other.token_bag(text) if t != "\n"]
+        assert sorted(bag) == sorted(jieba_seg.cut(text)), sample
 
 
 def test_jieba_fast_differs_only_on_route_ties_and_says_so(jieba_seg) -> None:
@@ -107,3 +111,15 @@ def test_segmenters_are_shared_instances() -> None:
 def test_unknown_backend_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown segmenter"):
         get_segmenter("thulac")
+
+
+# Characters where the splitting rule has edges: Han (BMP, ext. A, compatibility, ext. B), Latin,
+# digits of two scripts, "." and "_", punctuation, spaces, kana, a lone surrogate.
+_EDGE_CHARS = "中文字㐀\uf900\U00020000abZé0٣._-,，。 \tあア\ud800"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_EDGE_CHARS) | st.characters(), max_size=60))
+def test_compiled_split_equals_the_regex_rule(text: str) -> None:
+    pieces, flags = split_runs(text)
+    assert [(p if h else "", "" if h else p) for p, h in zip(pieces, flags, strict=True)] == TOKEN_RE.findall(text)

@@ -70,6 +70,23 @@ def _string_list(key: str, value: list[Any]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_unicode(value: Any, where: str) -> None:
+    # JSON can escape a lone surrogate ("\\ud800"): a str Python holds but no encoder accepts, so it
+    # would fail later (hashing, the verdict topic); say so here, naming the key.
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DocumentError(f"'{where}' holds invalid Unicode ({exc.reason} at position {exc.start})") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key, f"{where}.{key}" if where else "a key")
+            _check_unicode(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_unicode(item, f"{where}[{i}]")
+
+
 def parse_document(obj: Any) -> Document:
     """Validate a decoded JSON value (or raw JSON bytes/str) into a Document."""
     if isinstance(obj, bytes | str):
@@ -79,6 +96,7 @@ def parse_document(obj: Any) -> Document:
             raise DocumentError(f"not valid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise DocumentError(f"a document must be a JSON object, got {type(obj).__name__}")
+    _check_unicode(obj, "")
 
     doc_id = obj.get("id")
     if isinstance(doc_id, int) and not isinstance(doc_id, bool):

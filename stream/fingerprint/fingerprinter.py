@@ -130,6 +130,8 @@ class Fingerprinter:
         if self.config.pos_tags:
             tagged = self.segmenter.cut_pos(content)
             tokens, pos = [w for w, _ in tagged], [t for _, t in tagged]
+        elif self.stream_idf is None:
+            tokens = self.segmenter.token_bag(content)  # weightings count tokens; order is not needed
         else:
             tokens = self.segmenter.cut(content)
         if self.stream_idf is not None:

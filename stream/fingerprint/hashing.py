@@ -83,7 +83,7 @@ def ngram_hashes(unit_hashes: np.ndarray, n: int) -> np.ndarray:
 
 def char_codes(text: str) -> np.ndarray:
     """Code points of ``text`` as uint64 (UTF-32 view: no per-character Python work)."""
-    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(U64)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(U64)
 
 
 @njit(cache=True)

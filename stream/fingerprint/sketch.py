@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from numba import njit
 
 from stream.fingerprint.hashing import U64
