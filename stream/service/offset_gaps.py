@@ -39,6 +39,7 @@ _ORIGINAL_INIT = Consumer.__init__
 _ORIGINAL_GETMANY = Consumer.getmany
 _ORIGINAL_REVOKED = Consumer.on_partitions_revoked
 _ORIGINAL_NEW_OFFSET = Consumer._new_offset
+_ORIGINAL_COMMIT_OFFSETS = Consumer._commit_offsets
 
 
 def _delivered(consumer: Any) -> dict[Any, int]:
@@ -58,10 +59,34 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     self.callback = callback
 
 
+def _committing(consumer: Any) -> dict[Any, int]:
+    """tp -> offset of a commit in flight (see ``_commit_offsets``)."""
+    return consumer.__dict__.setdefault("_dedup_committing", {})
+
+
+async def _commit_offsets(self: Any, offsets: Any, *args: Any, **kwargs: Any) -> bool:
+    # Faust's ``_new_offset`` removes the acked offsets from ``_acked`` before the commit's network
+    # round trip and updates ``_committed_offset`` only after it. In between, later acks make the
+    # committed offset look unacknowledged: the stall check sought back healthy partitions (seen at
+    # 50 docs/s: a rewind every few seconds, each a ~1 s stall and a re-processed backlog).
+    committing = _committing(self)
+    committing.update(offsets)
+    try:
+        done: bool = await _ORIGINAL_COMMIT_OFFSETS(self, offsets, *args, **kwargs)
+        return done
+    finally:
+        for tp, offset in offsets.items():
+            if committing.get(tp) == offset:
+                del committing[tp]
+
+
 def _head_missing(self: Any, tp: Any) -> int | None:
     """The committed offset of ``tp`` if its record is not acknowledged but a later one is."""
     acked = self._acked.get(tp)
     committed = self._committed_offset.get(tp)
+    in_flight = _committing(self).get(tp)
+    if in_flight is not None and (committed is None or in_flight > committed):
+        committed = in_flight  # everything below it was acknowledged
     if not acked or committed is None or min(acked) <= committed:
         return None
     if self._gap[tp].overlaps_point(committed):  # absent from the log: Faust's gap handling applies
@@ -134,3 +159,4 @@ def install_gap_guard() -> None:
     Consumer.getmany = _getmany  # type: ignore[method-assign]
     Consumer.on_partitions_revoked = _on_partitions_revoked  # type: ignore[method-assign]
     Consumer._new_offset = _new_offset  # type: ignore[method-assign]
+    Consumer._commit_offsets = _commit_offsets  # type: ignore[method-assign]
