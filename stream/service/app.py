@@ -19,10 +19,11 @@ from faust.types import EventT
 
 from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
+from stream.service.batching import take_ready
 from stream.service.faust_tuning import set_fetch_max_wait
 from stream.service.messages import ProbeItem, Source, loads
 from stream.service.offset_gaps import install_gap_guard
-from stream.service.output import Output, OutputError
+from stream.service.output import Batch, Output, OutputError
 from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
 from stream.service.recovery import install_exact_recovery_bounds
 from stream.service.settings import Settings
@@ -104,7 +105,7 @@ class DedupApp:
             store = cache[partition] = FaustTableStore(table, partition, self.output)
         return store
 
-    async def _flush(self, mark: int) -> None:
+    async def _flush(self, mark: Batch) -> None:
         """Deliver the batch's output before Faust may acknowledge its input."""
         try:
             await self.output.flush(mark)
@@ -137,8 +138,8 @@ class DedupApp:
         self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
 
     def _handle_probes(self, events: list[EventT]) -> None:
-        for e in events:
-            self.probes.handle(e.message.partition, [ProbeItem.from_json(d) for d in loads(e.value)])
+        self.probes.handle_batch([(e.message.partition, [ProbeItem.from_json(d) for d in loads(e.value)])
+                                  for e in events])
 
     def _handle_gather(self, events: list[EventT]) -> None:
         by_partition: dict[int, list[dict[str, Any]]] = {}
@@ -152,17 +153,17 @@ class DedupApp:
 
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
-            async for events in stream.take_events(s.batch_size, within=s.batch_within):
+            async for events in take_ready(stream, s.batch_size):
                 await self._batch("documents", functools.partial(self._handle_documents, events))
 
         @self.app.agent(self.probe_topic)
         async def probe(stream: Any) -> None:
-            async for events in stream.take_events(64, within=s.batch_within):
+            async for events in take_ready(stream, 64):
                 await self._batch("probe", functools.partial(self._handle_probes, events))
 
         @self.app.agent(self.gather_topic)
         async def gather(stream: Any) -> None:
-            async for events in stream.take_events(64, within=s.batch_within):
+            async for events in take_ready(stream, 64):
                 await self._batch("gather", functools.partial(self._handle_gather, events))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]

@@ -1,0 +1,79 @@
+"""Adaptive batching for the agents: take whatever has arrived, without waiting for a window.
+
+Faust's ``Stream.take_events(max_, within)`` returns a batch when ``max_`` events are buffered or
+``within`` seconds have passed. At low load the window is pure waiting: each of our three hops
+(documents -> probe -> gather) paid up to ``within`` per document. ``take_ready`` hands the agent
+the events that are already in the stream's queue as soon as there is at least one, so batches are
+as large as the backlog that built up while the agent was busy: one event at a trickle, up to
+``max_`` under load. Same buffering and acking scheme as ``take_events`` (faust 0.15.3): events are
+acknowledged only after the agent's loop body for the batch has finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from faust.types import EventT
+
+
+async def take_ready(stream: Any, max_: int, idle: float = 1.0) -> AsyncGenerator[list[EventT], None]:
+    """Yield lists of 1..``max_`` events: everything buffered once at least one is there.
+
+    ``idle``: how often an empty wait re-checks whether the stream is stopping.
+    """
+    events: list[EventT] = []
+    ready = asyncio.Event()  # at least one event buffered
+    room = asyncio.Event()  # the buffer is below max_ again
+    room.set()
+    consuming: asyncio.Future[None] | None = None  # set while the agent handles a batch
+
+    async def add_to_buffer(value: Any) -> Any:
+        # runs in the stream's passive drainer for every event, in arrival order
+        nonlocal consuming
+        if consuming is not None:
+            await consuming  # the agent is handling a batch: this event goes into the next one
+        event = stream.current_event
+        if event is None:
+            raise RuntimeError("take_ready found current_event is None")
+        events.append(event)
+        ready.set()
+        if len(events) >= max_:
+            room.clear()
+            await stream.wait(room)  # never more than max_ per batch
+        return value
+
+    enable_acks = stream.enable_acks
+    stream.enable_acks = False  # we ack each event after its batch was handled
+    stream.add_processor(add_to_buffer)
+    stream._enable_passive(aiter(stream.channel))
+    try:
+        while not stream.should_stop:
+            await stream.wait_for_stopped(ready, timeout=idle)
+            if not events:
+                continue
+            # The drainer hands over one queued event per loop turn: let it move everything that
+            # is already queued into the buffer (it stops growing when the queue is empty).
+            size = -1
+            while size != len(events) and len(events) < max_:
+                size = len(events)
+                await asyncio.sleep(0)
+            loop = asyncio.get_running_loop()
+            consuming = loop.create_future()
+            batch = list(events)
+            try:
+                yield batch
+            finally:
+                del events[: len(batch)]
+                for event in batch:
+                    await stream.ack(event)
+                if not events:
+                    ready.clear()
+                room.set()
+                waiting, consuming = consuming, None
+                if not waiting.done():
+                    waiting.set_result(None)
+    finally:
+        stream.enable_acks = enable_acks
+        stream._processors.remove(add_to_buffer)
