@@ -20,7 +20,7 @@ from faust.types import EventT
 from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
 from stream.service.batching import take_ready
-from stream.service.faust_tuning import set_fetch_max_wait
+from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
 from stream.service.messages import ProbeItem, Source, loads
 from stream.service.offset_gaps import install_gap_guard
 from stream.service.output import Batch, Output, OutputError
@@ -46,6 +46,7 @@ class DedupApp:
     def __init__(self, settings: Settings) -> None:
         self.settings = s = settings
         set_fetch_max_wait(s.fetch_max_wait_ms)
+        set_switch_interval()
         install_exact_recovery_bounds(s.confluent())
         install_gap_guard()
         topology = s.topology()
