@@ -19,7 +19,6 @@ from faust.types import EventT
 
 from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
-from stream.service.batching import take_ready
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
 from stream.service.messages import ProbeItem, Source, loads
 from stream.service.offset_gaps import install_gap_guard
@@ -152,19 +151,22 @@ class DedupApp:
     def _define_agents(self) -> None:
         s = self.settings
 
+        # Faust's take() windows (batch_within), not "take what is buffered": measured at 110 docs/s
+        # on 1 worker (docs/service.md, "Latency"), taking what is buffered gave batches of 1-5,
+        # ~1.5x the messages per document and ~15% more worker and broker CPU; p99 0.9-1.3 s vs 0.3-0.7 s.
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
-            async for events in take_ready(stream, s.batch_size):
+            async for events in stream.take_events(s.batch_size, within=s.batch_within):
                 await self._batch("documents", functools.partial(self._handle_documents, events))
 
         @self.app.agent(self.probe_topic)
         async def probe(stream: Any) -> None:
-            async for events in take_ready(stream, 64):
+            async for events in stream.take_events(64, within=s.batch_within):
                 await self._batch("probe", functools.partial(self._handle_probes, events))
 
         @self.app.agent(self.gather_topic)
         async def gather(stream: Any) -> None:
-            async for events in take_ready(stream, 64):
+            async for events in stream.take_events(64, within=s.batch_within):
                 await self._batch("gather", functools.partial(self._handle_gather, events))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]

@@ -75,9 +75,9 @@ class Settings:
     documents_topic: str = "documents"
     verdicts_topic: str = "verdicts"
     dlq_topic: str = "documents.dlq"
-    # batching: each agent takes what is buffered, up to batch_size documents (stream/service/batching.py)
+    # batching: agent 1 takes up to batch_size documents or waits batch_within seconds
     batch_size: int = 256
-    batch_within: float = 0.02  # unused since batches are adaptive; still accepted in existing configs
+    batch_within: float = 0.02
     standby_replicas: int = 0  # standbys double changelog reads; 1 gives faster fail-over
     # how long a consumer-group rebalance waits for members; a new group also waits this long on
     # tansu (measured: join = rebalance timeout + ~1 s), so the embedded broker uses a short one
