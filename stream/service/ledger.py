@@ -1,0 +1,129 @@
+"""Input ledger: per input partition, the offset after the last record an agent processed.
+
+Faust decides what to commit from what its streams acknowledged, and around restarts and
+rebalances it has acknowledged records that never reached an agent (docs/service.md, "Delivery
+guarantees"); a committed offset past them loses them for good. The ledger does not depend on
+that: the worker keeps each agent's position per input partition in its own state table (with a
+changelog, like the block table), and checks every batch against it. A partition delivers its
+records in offset order, so a record past the position means the ones between were skipped: the
+agent seeks back to the position and leaves out the records it would otherwise process out of turn.
+
+A position is written into the output of the agent's *next* batch, after the batch it describes was
+delivered: a crash mid-flush never leaves a position ahead of delivered effects. After a crash at
+most one batch per partition is processed again (processing is idempotent).
+
+A gap that survives ``max_attempts`` seeks is accepted with a warning: on a compacted topic or past
+the retention limit those records no longer exist. Pure logic; the agent does the seeking and writing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+log = logging.getLogger("dedup.ledger")
+
+TP = tuple[str, int]  # (topic, partition)
+KEY_PREFIX = b"\xff\xfeledger:"  # no UTF-8 doc id key can start with 0xFF 0xFE
+
+
+def ledger_key(topic: str) -> bytes:
+    """The state-table key of a topic's position (the table partition is the input partition)."""
+    return KEY_PREFIX + topic.encode()
+
+
+def encode_position(offset: int) -> bytes:
+    return offset.to_bytes(8, "big")
+
+
+def decode_position(raw: bytes | None) -> int | None:
+    return int.from_bytes(raw, "big") if raw else None
+
+
+@dataclass
+class _Seek:
+    offset: int
+    since: float
+    attempts: int
+
+
+class InputLedger:
+    """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
+
+    def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._load = load
+        self._retry_after = retry_after
+        self._max_attempts = max_attempts
+        self._clock = clock
+        self._next: dict[TP, int | None] = {}  # None: no position stored yet (accept what comes)
+        self._seeking: dict[TP, _Seek] = {}
+        self._admitted: dict[TP, int] = {}  # positions after the batch being handled
+        self._unsaved: dict[TP, int] = {}  # delivered positions not yet written
+        self._writing: dict[TP, int] = {}  # written into the batch being handled
+        self.gaps_found = 0
+        self.gaps_accepted = 0
+
+    def admit(self, records: Sequence[tuple[TP, int]]) -> tuple[list[bool], dict[TP, int]]:
+        """For each (partition, offset) of a batch, in order: process it? And where to seek."""
+        keep: list[bool] = []
+        seeks: dict[TP, int] = {}
+        now = self._clock()
+        for tp, offset in records:
+            if tp not in self._next:
+                self._next[tp] = self._load(tp)
+            expected = self._next[tp]
+            if expected is None or offset <= expected or self._accept(tp, expected, offset, now, seeks):
+                # offset < expected: a redelivery of a processed record (idempotent, processed again)
+                if expected is None or offset >= expected:
+                    self._next[tp] = offset + 1
+                    self._admitted[tp] = offset + 1
+                if self._seeking.get(tp) and offset >= self._seeking[tp].offset:
+                    del self._seeking[tp]
+                keep.append(True)
+            else:
+                keep.append(False)
+        return keep, seeks
+
+    def _accept(self, tp: TP, expected: int, offset: int, now: float, seeks: dict[TP, int]) -> bool:
+        """A record past the position: False (leave it out, maybe seek back) or True (accept the gap)."""
+        seek = self._seeking.get(tp)
+        if seek is None or seek.offset != expected:
+            self.gaps_found += 1
+            log.warning("%s[%d]: offsets %d..%d were skipped before this worker processed them; "
+                        "fetching them again", tp[0], tp[1], expected, offset - 1)
+            self._seeking[tp] = _Seek(expected, now, 1)
+            seeks[tp] = expected
+            return False
+        if now - seek.since < self._retry_after:
+            return False  # records fetched before the seek, still in the stream's buffer
+        if seek.attempts < self._max_attempts:
+            seek.attempts += 1
+            seek.since = now
+            seeks[tp] = expected
+            return False
+        self.gaps_accepted += 1
+        log.warning("%s[%d]: offsets %d..%d did not arrive after %d seeks; accepting the gap (a compacted "
+                    "topic, or records past the retention limit)", tp[0], tp[1], expected, offset - 1,
+                    seek.attempts)
+        del self._seeking[tp]
+        return True
+
+    def to_write(self) -> dict[TP, int]:
+        """Positions to write with the batch about to be handled: those of delivered batches."""
+        self._writing, self._unsaved = self._unsaved, {}
+        return dict(self._writing)
+
+    def delivered(self) -> None:
+        """The batch's output (its records' effects and the positions it wrote) was delivered."""
+        self._writing = {}
+        self._unsaved.update(self._admitted)
+        self._admitted = {}
+
+    def forget(self, tps: Iterable[TP]) -> None:
+        """Partitions revoked: another worker may move them on; reload if they come back."""
+        for tp in tps:
+            for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing):
+                d.pop(tp, None)

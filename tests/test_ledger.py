@@ -1,0 +1,98 @@
+"""InputLedger: positions per input partition, gaps found, seeks asked for, lagging writes."""
+
+from stream.service.ledger import InputLedger, decode_position, encode_position, ledger_key
+
+A, B = ("documents", 0), ("documents", 1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_contiguous_records_pass_and_positions_advance() -> None:
+    ledger = InputLedger(lambda tp: {A: 10}.get(tp))
+    keep, seeks = ledger.admit([(A, 10), (A, 11), (B, 5), (B, 6)])
+    assert keep == [True] * 4 and seeks == {}
+    assert ledger.to_write() == {}  # nothing delivered yet
+    ledger.delivered()
+    assert ledger.to_write() == {A: 12, B: 7}  # written with the next batch, after delivery
+
+
+def test_a_skipped_range_is_refetched_and_later_records_wait() -> None:
+    ledger = InputLedger(lambda tp: 10)
+    keep, seeks = ledger.admit([(A, 10), (A, 14), (A, 15)])
+    assert keep == [True, False, False] and seeks == {A: 11}
+    # records fetched before the seek arrive first: left out, no second seek
+    keep, seeks = ledger.admit([(A, 16)])
+    assert keep == [False] and seeks == {}
+    # the refetch: 11.. in order, then the rest again
+    keep, seeks = ledger.admit([(A, 11), (A, 12), (A, 13), (A, 14), (A, 15), (A, 16)])
+    assert all(keep) and seeks == {}
+    ledger.delivered()
+    assert ledger.to_write() == {A: 17}
+    assert ledger.gaps_found == 1 and ledger.gaps_accepted == 0
+
+
+def test_redelivered_records_are_processed_again_without_moving_back() -> None:
+    ledger = InputLedger(lambda tp: 20)
+    keep, seeks = ledger.admit([(A, 18), (A, 19), (A, 20)])
+    assert all(keep) and seeks == {}
+    ledger.delivered()
+    assert ledger.to_write() == {A: 21}
+
+
+def test_unknown_partition_accepts_the_first_offset() -> None:
+    ledger = InputLedger(lambda tp: None)
+    keep, seeks = ledger.admit([(A, 500), (A, 501)])
+    assert all(keep) and seeks == {}
+
+
+def test_a_gap_that_persists_is_retried_then_accepted() -> None:
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, retry_after=1.0, max_attempts=3, clock=clock)
+    assert ledger.admit([(A, 5)]) == ([False], {A: 0})
+    clock.now = 0.5
+    assert ledger.admit([(A, 5)]) == ([False], {})  # too soon to seek again
+    clock.now = 1.5
+    assert ledger.admit([(A, 5)]) == ([False], {A: 0})  # attempt 2
+    clock.now = 3.0
+    assert ledger.admit([(A, 5)]) == ([False], {A: 0})  # attempt 3
+    clock.now = 4.5
+    keep, seeks = ledger.admit([(A, 5), (A, 6)])  # still no 0..4: compacted or deleted
+    assert keep == [True, True] and seeks == {}
+    assert ledger.gaps_accepted == 1
+
+
+def test_positions_of_an_undelivered_batch_are_never_written() -> None:
+    ledger = InputLedger(lambda tp: 0)
+    ledger.admit([(A, 0), (A, 1)])
+    ledger.delivered()
+    assert ledger.to_write() == {A: 2}  # goes out with batch 2
+    ledger.admit([(A, 2)])  # batch 2: not delivered (crash) -> its position is not written
+    assert ledger.to_write() == {}
+
+
+def test_revoked_partitions_reload_their_position() -> None:
+    stored = {A: 3}
+    ledger = InputLedger(stored.get)
+    ledger.admit([(A, 3)])
+    ledger.delivered()
+    ledger.forget([A])
+    assert ledger.to_write() == {}
+    stored[A] = 50  # another worker moved it on
+    assert ledger.admit([(A, 40)]) == ([True], {})  # a redelivery below the stored position
+
+
+def test_position_bytes_and_key() -> None:
+    assert decode_position(encode_position(123456789)) == 123456789
+    assert decode_position(None) is None
+    assert ledger_key("documents").startswith(b"\xff\xfe")
+    try:
+        b"\xff\xfe".decode("utf-8")
+        raise AssertionError("0xFF 0xFE must not be UTF-8, so no doc id key can collide")
+    except UnicodeDecodeError:
+        pass
