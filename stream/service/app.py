@@ -7,7 +7,6 @@ topic land on one worker) and table recovery from the changelogs. Output goes th
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
@@ -20,6 +19,7 @@ from faust.types import EventT
 from stream.fingerprint import FingerprintConfig
 from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
+from stream.service.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.messages import ProbeItem, Source, loads
 from stream.service.offset_gaps import install_gap_guard
 from stream.service.output import Batch, Output, OutputError
@@ -96,7 +96,12 @@ class DedupApp:
                                  lambda p: self._store(self.blocks, self._block_stores, p))
         self.gather = GatherStage(self.topics, self.output,
                                   lambda p: self._store(self.gather_state, self._gather_stores, p))
+        # one ledger per agent; positions live in the gather state table (partition = input partition)
+        self.ledgers = {stage: InputLedger(self._load_position) for stage in ("documents", "probe", "gather")}
         self._define_agents()
+
+    def _load_position(self, tp: TP) -> int | None:
+        return decode_position(self._store(self.gather_state, self._gather_stores, tp[1]).get(ledger_key(tp[0])))
 
     def _store(self, table: Any, cache: dict[int, FaustTableStore], partition: int) -> FaustTableStore:
         db = table.data._db_for_partition(partition)
@@ -126,12 +131,20 @@ class DedupApp:
 
         self.output.take_delivered(persist)
 
-    async def _batch(self, stage: str, handle: Callable[[], None]) -> None:
-        """One agent batch: handle it, deliver everything it produced, and only then return, after
-        which Faust may acknowledge its input events (take_events acks when the loop moves on)."""
+    async def _batch(self, stage: str, events: list[EventT], handle: Callable[[list[EventT]], None]) -> None:
+        """One agent batch: check it against the stage's input ledger, handle it, deliver everything it
+        produced, and only then return, after which Faust may acknowledge its input events."""
         t0, mark = time.perf_counter(), self.output.mark()
-        handle()
+        ledger = self.ledgers[stage]
+        keep, seeks = ledger.admit([((e.message.topic, e.message.partition), e.message.offset) for e in events])
+        for (topic, partition), offset in seeks.items():
+            await self.app.consumer.seek(faust.types.TP(topic, partition), offset)
+        for (topic, partition), position in ledger.to_write().items():
+            self._store(self.gather_state, self._gather_stores, partition).put(ledger_key(topic),
+                                                                             encode_position(position))
+        handle([e for e, k in zip(events, keep, strict=True) if k])
         await self._flush(mark)
+        ledger.delivered()
         metrics.BATCH_SECONDS.labels(stage).observe(time.perf_counter() - t0)
 
     def _handle_documents(self, events: list[EventT]) -> None:
@@ -157,21 +170,23 @@ class DedupApp:
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
             async for events in stream.take_events(s.batch_size, within=s.batch_within):
-                await self._batch("documents", functools.partial(self._handle_documents, events))
+                await self._batch("documents", events, self._handle_documents)
 
         @self.app.agent(self.probe_topic)
         async def probe(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
-                await self._batch("probe", functools.partial(self._handle_probes, events))
+                await self._batch("probe", events, self._handle_probes)
 
         @self.app.agent(self.gather_topic)
         async def gather(stream: Any) -> None:
             async for events in stream.take_events(64, within=s.batch_within):
-                await self._batch("gather", functools.partial(self._handle_gather, events))
+                await self._batch("gather", events, self._handle_gather)
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
+        for ledger in self.ledgers.values():
+            ledger.forget((tp.topic, tp.partition) for tp in revoked)
         parts = {tp.partition for tp in revoked if tp.topic == self.topics.probe}
         self.probes.forget(parts)
         for p in parts:
