@@ -21,7 +21,7 @@ from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
 from stream.service.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.messages import ProbeItem, Source, loads
-from stream.service.offset_gaps import install_gap_guard
+from stream.service.offset_gaps import install_gap_guard, request_seek
 from stream.service.output import Batch, Output, OutputError
 from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
 from stream.service.recovery import install_exact_recovery_bounds
@@ -138,7 +138,7 @@ class DedupApp:
         ledger = self.ledgers[stage]
         keep, seeks = ledger.admit([((e.message.topic, e.message.partition), e.message.offset) for e in events])
         for (topic, partition), offset in seeks.items():
-            await self.app.consumer.seek(faust.types.TP(topic, partition), offset)
+            request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
         for (topic, partition), position in ledger.to_write().items():
             self._store(self.gather_state, self._gather_stores, partition).put(ledger_key(topic),
                                                                              encode_position(position))
