@@ -148,3 +148,28 @@ def test_a_stalled_partition_is_sought_back_to_its_committed_offset() -> None:
     assert check(held=[]) == [5]  # nobody holds 5..7: delivered but never processed -> fetch again
     assert check(held=[5]) == []  # 5 is being processed: not stalled
     assert check(held=[6]) == []  # 6 is in progress: wait, decide on a later fetch
+
+
+def test_no_rewind_while_a_commit_is_in_flight() -> None:
+    # Faust's _new_offset took 5..7 out of _acked for a commit of 8 that has not returned yet, and 8
+    # and 9 were acked since: 5 looks unacknowledged but is not
+    state = commit_state(5, [8, 9])
+
+    async def seek(tp: Any, offset: int) -> None:
+        state.seeks.append(offset)
+
+    async def slow_commit(self: Any, offsets: Any) -> bool:
+        await offset_gaps._rewind_stalled(state, {TP: 9}, {})  # a fetch runs during the round trip
+        return True
+
+    state._seek, state.assignment = seek, lambda: {TP}
+    original = offset_gaps._ORIGINAL_COMMIT_OFFSETS
+    offset_gaps._ORIGINAL_COMMIT_OFFSETS = slow_commit  # type: ignore[assignment]
+    try:
+        asyncio.run(offset_gaps._commit_offsets(state, {TP: 8}))
+    finally:
+        offset_gaps._ORIGINAL_COMMIT_OFFSETS = original  # type: ignore[assignment]
+    assert state.seeks == []
+    assert offset_gaps._committing(state) == {}
+    asyncio.run(offset_gaps._rewind_stalled(state, {TP: 9}, {}))  # without the commit in flight: stalled
+    assert state.seeks == [5]

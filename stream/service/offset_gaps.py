@@ -39,6 +39,7 @@ _ORIGINAL_INIT = Consumer.__init__
 _ORIGINAL_GETMANY = Consumer.getmany
 _ORIGINAL_REVOKED = Consumer.on_partitions_revoked
 _ORIGINAL_NEW_OFFSET = Consumer._new_offset
+_ORIGINAL_COMMIT_OFFSETS = Consumer._commit_offsets
 
 
 def _delivered(consumer: Any) -> dict[Any, int]:
@@ -58,10 +59,34 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     self.callback = callback
 
 
+def _committing(consumer: Any) -> dict[Any, int]:
+    """tp -> offset of a commit in flight (see ``_commit_offsets``)."""
+    return consumer.__dict__.setdefault("_dedup_committing", {})
+
+
+async def _commit_offsets(self: Any, offsets: Any, *args: Any, **kwargs: Any) -> bool:
+    # Faust's ``_new_offset`` removes the acked offsets from ``_acked`` before the commit's network
+    # round trip and updates ``_committed_offset`` only after it. In between, later acks make the
+    # committed offset look unacknowledged: the stall check sought back healthy partitions (seen at
+    # 50 docs/s: a rewind every few seconds, each a ~1 s stall and a re-processed backlog).
+    committing = _committing(self)
+    committing.update(offsets)
+    try:
+        done: bool = await _ORIGINAL_COMMIT_OFFSETS(self, offsets, *args, **kwargs)
+        return done
+    finally:
+        for tp, offset in offsets.items():
+            if committing.get(tp) == offset:
+                del committing[tp]
+
+
 def _head_missing(self: Any, tp: Any) -> int | None:
     """The committed offset of ``tp`` if its record is not acknowledged but a later one is."""
     acked = self._acked.get(tp)
     committed = self._committed_offset.get(tp)
+    in_flight = _committing(self).get(tp)
+    if in_flight is not None and (committed is None or in_flight > committed):
+        committed = in_flight  # everything below it was acknowledged
     if not acked or committed is None or min(acked) <= committed:
         return None
     if self._gap[tp].overlaps_point(committed):  # absent from the log: Faust's gap handling applies
@@ -93,13 +118,47 @@ async def _rewind_stalled(self: Any, delivered: dict[Any, int], retried: dict[An
         delivered[tp] = head - 1
 
 
+def _seek_requests(consumer: Any) -> dict[Any, int]:
+    return consumer.__dict__.setdefault("_dedup_seek_requests", {})
+
+
+def request_seek(consumer: Any, tp: Any, offset: int) -> None:
+    """Have the fetch loop read ``tp`` again from ``offset`` (for the input ledger, ``ledger.py``).
+
+    Not ``Consumer.seek``: the fetch loop may be in the middle of a fetch of that partition, and
+    the rest of that fetch would move Faust's read offset past ``offset`` again, after which Faust
+    drops the re-fetched records as already read (seen: a partition's whole tail lost that way).
+    """
+    _seek_requests(consumer)[tp] = offset
+
+
+async def _apply_seek(self: Any, tp: Any, offset: int, delivered: dict[Any, int], sought: set[Any]) -> None:
+    await self._seek(tp, offset)
+    self._read_offset[tp] = offset - 1 if offset > 0 else None  # Faust drops records below it
+    delivered[tp] = offset - 1
+    sought.add(tp)  # the rest of this fetch for tp is stale
+
+
+async def _apply_requests(self: Any, requests: dict[Any, int], delivered: dict[Any, int], sought: set[Any]) -> None:
+    assigned = self.assignment()
+    for tp in list(requests):
+        offset = requests.pop(tp)
+        if tp in assigned:
+            log.info("%s[%d]: reading again from offset %d (input ledger)", tp.topic, tp.partition, offset)
+            await _apply_seek(self, tp, offset, delivered, sought)
+
+
 async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
     delivered = _delivered(self)
+    requests = _seek_requests(self)
     retried: dict[Any, int] = self.__dict__.setdefault("_dedup_gap_retried", {})  # tp -> first missing
     sought: set[Any] = set()  # partitions sought back during this fetch: the rest of it is stale
     acks_enabled_for = self.app.topics.acks_enabled_for
     await _rewind_stalled(self, delivered, self.__dict__.setdefault("_dedup_stall_retried", {}))
+    await _apply_requests(self, requests, delivered, sought)
     async for tp, message in _ORIGINAL_GETMANY(self, timeout):
+        if requests:  # asked for while this fetch was being read
+            await _apply_requests(self, requests, delivered, sought)
         if tp in sought:
             continue
         last = delivered.get(tp)
@@ -113,8 +172,7 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
                 sought.add(tp)
                 log.warning("%s[%d]: offsets %d..%d were fetched but not delivered; fetching them again",
                             tp.topic, tp.partition, missing, message.offset - 1)
-                await self._seek(tp, missing)
-                self._read_offset[tp] = last  # Faust drops records below its read offset
+                await _apply_seek(self, tp, missing, delivered, sought)
                 continue
             log.info("%s[%d]: offsets %d..%d are absent from the log (compacted); skipping them",
                      tp.topic, tp.partition, missing, message.offset - 1)
@@ -122,9 +180,10 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
 
 
 async def _on_partitions_revoked(self: Any, revoked: Any) -> None:
-    delivered = _delivered(self)
+    delivered, requests = _delivered(self), _seek_requests(self)
     for tp in revoked:  # whoever gets the partition next starts from the committed offset
         delivered.pop(tp, None)
+        requests.pop(tp, None)
     await _ORIGINAL_REVOKED(self, revoked)
 
 
@@ -134,3 +193,4 @@ def install_gap_guard() -> None:
     Consumer.getmany = _getmany  # type: ignore[method-assign]
     Consumer.on_partitions_revoked = _on_partitions_revoked  # type: ignore[method-assign]
     Consumer._new_offset = _new_offset  # type: ignore[method-assign]
+    Consumer._commit_offsets = _commit_offsets  # type: ignore[method-assign]

@@ -51,11 +51,6 @@ def test_two_workers_give_the_same_final_table(deployment: Deployment, corpus: l
     assert {v["source"]["partition"] for v in table.values()} == set(range(4))
 
 
-# Known open defect (docs/service.md, "Delivery guarantees"): after a SIGKILL restart, Faust 0.15.3
-# still skips some input records in about 1 run of 3 on this machine (1-40 of 400), with none of our
-# guards firing; the fixes below cut it from every crash to that. It runs in every CI build and shows
-# as XPASS or XFAIL, so the count stays visible until the cause is found.
-@pytest.mark.xfail(strict=False, reason="open: Faust can skip input records after a SIGKILL restart (docs/service.md)")
 def test_sigkill_mid_stream_recovers_from_changelog(deployment: Deployment, corpus: list[dict[str, Any]],
                                                    expected: dict[str, Row]) -> None:
     first = deployment.start_worker("first")
