@@ -60,6 +60,9 @@ class ScriptedConsumer:
         self.seeks.append(offset)
         self.position = offset
 
+    def assignment(self) -> set[Any]:
+        return {TP}
+
 
 def run(consumer: ScriptedConsumer, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(offset_gaps, "_ORIGINAL_GETMANY", lambda self, timeout: self.fetch(timeout))
@@ -173,3 +176,22 @@ def test_no_rewind_while_a_commit_is_in_flight() -> None:
     assert offset_gaps._committing(state) == {}
     asyncio.run(offset_gaps._rewind_stalled(state, {TP: 9}, {}))  # without the commit in flight: stalled
     assert state.seeks == [5]
+
+
+def test_a_ledger_seek_mid_fetch_reads_the_partition_again_from_the_requested_offset(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The agent finds offsets 3..6 skipped while it handles offset 7 (fetched as 5..9): the rest of
+    # that fetch (8, 9) must not move the read offset on, or the re-read 3.. would be dropped.
+    consumer = ScriptedConsumer(log_end=12)
+    deliver = consumer.deliver
+    asked = []
+
+    async def deliver_and_ask(message: Any) -> None:
+        await deliver(message)
+        if message.offset == 7 and not asked:
+            asked.append(7)
+            offset_gaps.request_seek(consumer, TP, 3)
+
+    consumer.deliver = deliver_and_ask  # type: ignore[method-assign]
+    assert run(consumer, monkeypatch) == list(range(8)) + list(range(3, 12))
+    assert consumer.seeks == [3]

@@ -140,6 +140,8 @@ async def _apply_seek(self: Any, tp: Any, offset: int, delivered: dict[Any, int]
 
 
 async def _apply_requests(self: Any, requests: dict[Any, int], delivered: dict[Any, int], sought: set[Any]) -> None:
+    if not requests:
+        return
     assigned = self.assignment()
     for tp in list(requests):
         offset = requests.pop(tp)
