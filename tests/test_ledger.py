@@ -96,3 +96,16 @@ def test_position_bytes_and_key() -> None:
         raise AssertionError("0xFF 0xFE must not be UTF-8, so no doc id key can collide")
     except UnicodeDecodeError:
         pass
+
+
+def test_an_open_gap_is_sought_again_on_the_timer_without_new_records() -> None:
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, retry_after=1.0, max_attempts=2, clock=clock)
+    assert ledger.admit([(A, 5), (A, 6)]) == ([False, False], {A: 0})
+    assert ledger.due() == {}  # too soon
+    clock.now = 1.5
+    assert ledger.due() == {A: 0}  # attempt 2, with no record arriving
+    clock.now = 3.0
+    assert ledger.due() == {}  # attempts used up: the next record past the gap is accepted
+    assert ledger.admit([(A, 0)]) == ([True], {})  # or the re-read arrives and closes it
+    assert ledger.due() == {}

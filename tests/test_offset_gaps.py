@@ -64,7 +64,9 @@ class ScriptedConsumer:
         return {TP}
 
 
-def run(consumer: ScriptedConsumer, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def run(consumer: ScriptedConsumer, monkeypatch: pytest.MonkeyPatch, await_seconds: float = 0.0) -> list[int]:
+    # the scripted log has no stale fetches unless a test adds them: no waiting after a seek
+    monkeypatch.setattr(offset_gaps, "AWAIT_SECONDS", await_seconds)
     monkeypatch.setattr(offset_gaps, "_ORIGINAL_GETMANY", lambda self, timeout: self.fetch(timeout))
     monkeypatch.setattr(offset_gaps, "_ORIGINAL_INIT", lambda self: setattr(self, "callback", self.deliver))
     offset_gaps._init(consumer)
@@ -195,3 +197,24 @@ def test_a_ledger_seek_mid_fetch_reads_the_partition_again_from_the_requested_of
     consumer.deliver = deliver_and_ask  # type: ignore[method-assign]
     assert run(consumer, monkeypatch) == list(range(8)) + list(range(3, 12))
     assert consumer.seeks == [3]
+
+
+def test_records_fetched_before_a_seek_are_not_taken_for_another_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After the seek back to 6, one more fetch still holds 10..12 from before it (aiokafka had it
+    # in flight). Taken as "6..9 fetched but not delivered" again, the second time it would pass as
+    # a compaction gap and 6..9 would be lost; the guard instead reads again from 6.
+    consumer = ScriptedConsumer(log_end=15, dropped_once=frozenset({5, 6, 7, 8, 9}))
+    fetch = consumer.fetch
+    stale = [10, 11, 12]
+
+    async def fetch_with_a_stale_batch(timeout: float) -> AsyncIterator[tuple[Any, Any]]:
+        if consumer.seeks and stale:
+            for offset in stale:
+                yield TP, SimpleNamespace(tp=TP, offset=offset)
+            stale.clear()
+            return
+        async for item in fetch(timeout):
+            yield item
+
+    consumer.fetch = fetch_with_a_stale_batch  # type: ignore[method-assign]
+    assert run(consumer, monkeypatch, await_seconds=60.0) == list(range(15))

@@ -182,6 +182,12 @@ class DedupApp:
             async for events in stream.take_events(64, within=s.batch_within):
                 await self._batch("gather", events, self._handle_gather)
 
+        @self.app.timer(interval=2.0)
+        async def repeat_ledger_seeks() -> None:
+            for ledger in self.ledgers.values():
+                for (topic, partition), offset in ledger.due().items():
+                    request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
+
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:

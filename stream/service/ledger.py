@@ -111,6 +111,18 @@ class InputLedger:
         del self._seeking[tp]
         return True
 
+    def due(self) -> dict[TP, int]:
+        """Seeks to repeat now: gaps still open after ``retry_after``. Called on a timer, since a
+        partition whose records all arrived (and were left out) before the re-read brings no event
+        that would repeat the seek."""
+        now, seeks = self._clock(), {}
+        for tp, seek in self._seeking.items():
+            if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts:
+                seek.attempts += 1
+                seek.since = now
+                seeks[tp] = seek.offset
+        return seeks
+
     def to_write(self) -> dict[TP, int]:
         """Positions to write with the batch about to be handled: those of delivered batches."""
         self._writing, self._unsaved = self._unsaved, {}

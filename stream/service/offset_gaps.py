@@ -28,6 +28,7 @@ comes back, it is a real gap (a compacted topic) and Faust's own handling applie
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -132,11 +133,22 @@ def request_seek(consumer: Any, tp: Any, offset: int) -> None:
     _seek_requests(consumer)[tp] = offset
 
 
+AWAIT_SECONDS = 3.0  # after a seek, how long records past its offset count as fetched before it
+
+
+def _awaiting(consumer: Any) -> dict[Any, tuple[int, float]]:
+    """tp -> (offset sought, until when later records are taken as stale)."""
+    return consumer.__dict__.setdefault("_dedup_awaiting", {})
+
+
 async def _apply_seek(self: Any, tp: Any, offset: int, delivered: dict[Any, int], sought: set[Any]) -> None:
     await self._seek(tp, offset)
     self._read_offset[tp] = offset - 1 if offset > 0 else None  # Faust drops records below it
     delivered[tp] = offset - 1
     sought.add(tp)  # the rest of this fetch for tp is stale
+    # and so may be records of later fetches (seen: the guard took such a record for a second gap,
+    # then for compaction, and Faust dropped the re-fetched records as already read)
+    _awaiting(self)[tp] = (offset, time.monotonic() + AWAIT_SECONDS)
 
 
 async def _apply_requests(self: Any, requests: dict[Any, int], delivered: dict[Any, int], sought: set[Any]) -> None:
@@ -152,7 +164,7 @@ async def _apply_requests(self: Any, requests: dict[Any, int], delivered: dict[A
 
 async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
     delivered = _delivered(self)
-    requests = _seek_requests(self)
+    requests, awaiting = _seek_requests(self), _awaiting(self)
     retried: dict[Any, int] = self.__dict__.setdefault("_dedup_gap_retried", {})  # tp -> first missing
     sought: set[Any] = set()  # partitions sought back during this fetch: the rest of it is stale
     acks_enabled_for = self.app.topics.acks_enabled_for
@@ -163,6 +175,16 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
             await _apply_requests(self, requests, delivered, sought)
         if tp in sought:
             continue
+        wait = awaiting.get(tp)
+        if wait is not None:
+            if message.offset == wait[0] or time.monotonic() > wait[1]:
+                del awaiting[tp]  # the sought record came (or never will: the check below decides)
+            elif message.offset > wait[0]:
+                # fetched before the seek: read again from the sought offset, so that the position
+                # never moves past records left out here
+                await self._seek(tp, wait[0])
+                sought.add(tp)
+                continue
         last = delivered.get(tp)
         if last is None:  # nothing delivered since the assignment: reading starts at the committed offset
             committed = self._committed_offset.get(tp)
@@ -186,6 +208,7 @@ async def _on_partitions_revoked(self: Any, revoked: Any) -> None:
     for tp in revoked:  # whoever gets the partition next starts from the committed offset
         delivered.pop(tp, None)
         requests.pop(tp, None)
+        _awaiting(self).pop(tp, None)
     await _ORIGINAL_REVOKED(self, revoked)
 
 
