@@ -27,7 +27,7 @@ import numpy as np
 
 from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
 from stream.index.stats import IndexStats, StatsRecorder
-from stream.index.store import KVStore, MemoryStore, RocksStore
+from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore
 from stream.index.table import (
     ENTRY_TAG,
     HANDLE_LEN,
@@ -45,6 +45,8 @@ HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
 FORMAT_VERSION = 2  # 2: simhash entries keep a 32-bit filter instead of the whole rest
 NUMPY_MIN = 96  # bucket size from which numpy popcount beats a Python loop (measured, see _filter)
+# pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
+DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
 _RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands
 _HIT_HEAD = struct.Struct(">Qd")  # what a hit needs besides the doc id
@@ -95,7 +97,10 @@ class BlockIndex:
     ``path=None`` keeps the index in memory; ``path="DIR"`` persists it in RocksDB (reopening gives
     the same index). ``split_mu``/``split_cap``/``min_split`` set the re-split rule (seed 002 §2.3,
     see ``SplitPolicy``); ``resplit=False`` turns splitting off (the benchmark's baseline).
-    ``cache_bytes`` bounds the read cache.
+    ``cache_bytes`` bounds the read cache. ``write_buffer`` (store writes; default: 2048 for an index
+    that opens its own RocksDB, else 0) collects writes in memory and writes them in one batch
+    (``BufferedStore``); queries see them at once, ``flush``/``close`` write them, and a crash loses
+    the pending ones (the last few hundred documents; the store keeps a prefix of the commit order).
     """
 
     def __init__(
@@ -112,6 +117,7 @@ class BlockIndex:
         resplit: bool = True,
         cache_bytes: int = 256 << 20,
         wal: bool = True,
+        write_buffer: int | None = None,
     ) -> None:
         if k + 1 + bands > MAX_TABLES:
             raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
@@ -120,17 +126,22 @@ class BlockIndex:
             self._owns_store = True
         else:
             self._owns_store = False
-        self.store: KVStore = store
+        self.store: KVStore = store  # the store itself (the index reads and writes through _kv)
+        if write_buffer is None:
+            # Buffer only a store the index opened on disk: a caller's store (the service's changelog
+            # table) may expect each write at once, and a MemoryStore gains nothing.
+            write_buffer = DEFAULT_WRITE_BUFFER if self._owns_store and path is not None else 0
+        self._kv: KVStore = BufferedStore(store, write_buffer) if write_buffer > 0 else store
         self.k, self.bits, self.bands = k, bits, bands
         self._check_config()
         self.policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
-        raw_stats = store.get(META_NS + b"stats")
+        raw_stats = self._kv.get(META_NS + b"stats")
         self._stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
         self.cache = BucketCache(cache_bytes)
         schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
         schemes += [LshBand() for _ in range(bands)]
         self.tables: list[BucketTable] = [
-            BucketTable(t, scheme, store, self.cache, self._stats, self.policy, self._fingerprints_of)
+            BucketTable(t, scheme, self._kv, self.cache, self._stats, self.policy, self._fingerprints_of)
             for t, scheme in enumerate(schemes)
         ]
         self._all_tables = frozenset(range(k + 1 + bands))
@@ -138,7 +149,7 @@ class BlockIndex:
         self._simhash_order = tuple(range(k + 1))
         self._mask_len = (len(self.tables) + 7) // 8
         self._masks: dict[frozenset[int], bytes] = {}
-        raw_handle = store.get(META_NS + b"handle")
+        raw_handle = self._kv.get(META_NS + b"handle")
         self._next_handle = int.from_bytes(raw_handle, "big") if raw_handle else 0
         self._reserved = self._next_handle
         self._dirty = 0
@@ -165,7 +176,7 @@ class BlockIndex:
         band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
         used = self._tables_for(tables, band_pairs)
         id_key = doc_key(doc_id)
-        raw_handle = self.store.get(id_key)
+        raw_handle = self._kv.get(id_key)
         if raw_handle is not None:
             old = self._record(raw_handle)
             if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
@@ -223,7 +234,7 @@ class BlockIndex:
         if not near and not band:
             return []
         handles = list(near | band)
-        raw = self.store.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
+        raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
@@ -276,12 +287,12 @@ class BlockIndex:
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document from every table; False if it was not indexed."""
-        raw_handle = self.store.get(doc_key(doc_id))
+        raw_handle = self._kv.get(doc_key(doc_id))
         if raw_handle is None:
             return False
         record = self._record(raw_handle)
         if record is None:  # half-written document (store edited behind the index): drop the id
-            self.store.delete(doc_key(doc_id))
+            self._kv.delete(doc_key(doc_id))
             return True
         self._delete_handle(raw_handle, record)
         return True
@@ -292,7 +303,7 @@ class BlockIndex:
         removed = 0
         while True:
             chunk: list[bytes] = []
-            for key, _ in self.store.scan_prefix(EXPIRY_NS):
+            for key, _ in self._kv.scan_prefix(EXPIRY_NS):
                 if key[1:9] >= bound or len(chunk) >= 1024:
                     break
                 chunk.append(key[9:])
@@ -317,15 +328,15 @@ class BlockIndex:
 
     def flush(self) -> None:
         self._checkpoint()
-        self.store.flush()
+        self._kv.flush()
 
     def close(self) -> None:
         """Persist statistics and flush; closes the store if the index opened it."""
         self._checkpoint()
         if self._owns_store:
-            self.store.close()
+            self._kv.close()
         else:
-            self.store.flush()
+            self._kv.flush()
         self.cache.clear()
 
     def __len__(self) -> int:
@@ -341,9 +352,9 @@ class BlockIndex:
 
     def _check_config(self) -> None:
         config = {"version": FORMAT_VERSION, "k": self.k, "bits": self.bits, "bands": self.bands}
-        raw = self.store.get(META_NS + b"config")
+        raw = self._kv.get(META_NS + b"config")
         if raw is None:
-            self.store.put(META_NS + b"config", json.dumps(config).encode())
+            self._kv.put(META_NS + b"config", json.dumps(config).encode())
         elif json.loads(raw) != config:
             raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
 
@@ -397,7 +408,7 @@ class BlockIndex:
             puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
             puts.append((id_key, hb))
             self._stats.documents += 1
-        self.store.write_batch(puts)
+        self._kv.write_batch(puts)
         self._mutated()
         big = [(table, table.added(leaves, handle, fingerprint), source) for table, leaves, source in touched]
         for table, leaves, source in big:
@@ -419,7 +430,7 @@ class BlockIndex:
             deletes.append(EXPIRY_NS + ts_key(record.ts) + raw_handle)
             deletes.append(doc_key(record.doc_id))
         deletes.append(HANDLE_NS + raw_handle)
-        self.store.write_batch((), deletes)
+        self._kv.write_batch((), deletes)
         for table, leaves in touched:
             table.removed(leaves, handle)
         if record is not None:
@@ -433,11 +444,11 @@ class BlockIndex:
 
     def _fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
         """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
-        values = self.store.multi_get([HANDLE_NS + raw for raw in raw_handles])
+        values = self._kv.multi_get([HANDLE_NS + raw for raw in raw_handles])
         return [None if value is None else int.from_bytes(value[:8], "big") for value in values]
 
     def _record(self, raw_handle: bytes) -> _Record | None:
-        value = self.store.get(HANDLE_NS + raw_handle)
+        value = self._kv.get(HANDLE_NS + raw_handle)
         return None if value is None else self._decode_record(value)
 
     def _encode_record(self, record: _Record) -> bytes:
@@ -471,8 +482,8 @@ class BlockIndex:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        self.store.put(META_NS + b"stats", self._stats.to_json())
-        self.store.put(META_NS + b"handle", max(self._reserved, self._next_handle).to_bytes(8, "big"))
+        self._kv.put(META_NS + b"stats", self._stats.to_json())
+        self._kv.put(META_NS + b"handle", max(self._reserved, self._next_handle).to_bytes(8, "big"))
         self._dirty = 0
 
 

@@ -102,6 +102,14 @@ class MemoryStore:
         for key, value in puts:
             self.put(key, value)
 
+    def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Puts (value) and deletes (None) in the given order."""
+        for key, value in ops:
+            if value is None:
+                self.delete(key)
+            else:
+                self.put(key, value)
+
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         # Lazy, in small chunks re-located by bisect, so a caller that stops early pays for what it
         # read, and writes between chunks cannot derail the iteration.
@@ -237,6 +245,25 @@ class RocksStore:
         if writes:
             self._db.write(batch)
 
+    def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Puts (value) and deletes (None) in the given order, in one atomic batch."""
+        if not ops:
+            return
+        batch = WriteBatch(raw_mode=True)
+        put, delete = batch.put, batch.delete
+        hashed_below, entries = self.HASHED_BELOW, self._entry_family
+        for key, value in ops:
+            if value is None:
+                if key < hashed_below:
+                    delete(key, entries)
+                else:
+                    delete(key)
+            elif key < hashed_below:
+                put(key, value, entries)
+            else:
+                put(key, value)
+        self._db.write(batch)
+
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         # Every entry-family key sorts before every default-family key, so a scan is one family's
         # range, or both in turn for the empty prefix.
@@ -287,3 +314,110 @@ class RocksStore:
         # The family view and handle keep the database open (and locked) until they are gone.
         del self._entries, self._entry_family
         self._db.close()
+
+
+_MISSING = object()
+
+
+def write_ops(store: KVStore, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
+    """Apply puts (value) and deletes (None) to ``store`` in order (one batch where it can)."""
+    native = getattr(store, "write_ops", None)
+    if native is not None:
+        native(ops)
+        return
+    # write_batch applies its puts before its deletes: cut a new batch where a put follows a delete.
+    puts: list[tuple[bytes, bytes]] = []
+    deletes: list[bytes] = []
+    for key, value in ops:
+        if value is None:
+            deletes.append(key)
+            continue
+        if deletes:
+            store.write_batch(puts, deletes)
+            puts, deletes = [], []
+        puts.append((key, value))
+    if puts or deletes:
+        store.write_batch(puts, deletes)
+
+
+class BufferedStore:
+    """Write-behind buffer over a ``KVStore``: writes collect in memory, in commit order, and go down
+    in one batch once ``max_ops`` are pending (and on ``drain``/``flush``/``close``).
+
+    Why: on our VM a RocksDB write costs ~25 us per document in 7-key batches but ~9 us in batches
+    of 64+ documents (the WAL append and the per-call cost are paid once per batch; docs/index.md).
+    Reads see pending writes: ``get``/``multi_get`` through an overlay, ``scan_prefix`` by draining
+    first when a pending key may start with the prefix (tracked by its first ``ROOT_LEN`` bytes, the
+    block index's routing prefix; the index's cache-miss scans rarely touch a bucket with pending
+    entries, since written buckets are cached).
+
+    Crash semantics: the store below receives the same writes in the same order, only later, so
+    what survives a crash is still a prefix of the commit order (the index stays consistent and a
+    redelivery finishes it); a crash loses the pending writes, at most ``max_ops`` of them (the
+    last few hundred documents), which the caller must be able to replay.
+    """
+
+    ROOT_LEN = 3
+
+    def __init__(self, store: KVStore, max_ops: int = 2048) -> None:
+        self.store = store
+        self.max_ops = max_ops
+        self._ops: list[tuple[bytes, bytes | None]] = []
+        self._overlay: dict[bytes, bytes | None] = {}  # latest pending value per key (None: deleted)
+        self._roots: set[bytes] = set()  # first ROOT_LEN bytes of every pending key
+
+    @property
+    def pending(self) -> int:
+        return len(self._ops)
+
+    def get(self, key: bytes) -> bytes | None:
+        value = self._overlay.get(key, _MISSING)
+        if value is _MISSING:
+            return self.store.get(key)
+        return value  # type: ignore[return-value]
+
+    def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        overlay = self._overlay
+        if not overlay or not any(key in overlay for key in keys):
+            return self.store.multi_get(keys)
+        return [self.get(key) for key in keys]
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.write_ops(((key, value),))
+
+    def delete(self, key: bytes) -> None:
+        self.write_ops(((key, None),))
+
+    def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
+        self.write_ops([*puts, *((key, None) for key in deletes)])
+
+    def write_ops(self, ops: Iterable[tuple[bytes, bytes | None]]) -> None:
+        pending, overlay, roots, root_len = self._ops, self._overlay, self._roots, self.ROOT_LEN
+        for op in ops:
+            pending.append(op)
+            key = op[0]
+            overlay[key] = op[1]
+            roots.add(key[:root_len])
+        if len(pending) >= self.max_ops:
+            self.drain()
+
+    def drain(self) -> None:
+        """Write every pending write to the store below (one batch)."""
+        if self._ops:
+            write_ops(self.store, self._ops)
+            self._ops = []
+            self._overlay = {}
+            self._roots = set()
+
+    def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        if self._ops and (len(prefix) < self.ROOT_LEN or prefix[: self.ROOT_LEN] in self._roots):
+            self.drain()
+        return self.store.scan_prefix(prefix)
+
+    def flush(self) -> None:
+        self.drain()
+        self.store.flush()
+
+    def close(self) -> None:
+        self.drain()
+        self.store.close()
