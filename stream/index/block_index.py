@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -144,6 +144,18 @@ class BlockIndex:
             BucketTable(t, scheme, self._kv, self.cache, self._stats, self.policy, self._fingerprints_of)
             for t, scheme in enumerate(schemes)
         ]
+        # Per SimHash table, what _probe needs to build its root key inline: (table, key prefix,
+        # block shift, block mask, key bytes).
+        self._root_spec = tuple(
+            (table, bytes([t]), scheme.low, scheme.block_mask, scheme.top_len)
+            for t, (table, scheme) in enumerate(zip(self.tables[: k + 1], schemes[: k + 1], strict=True))
+            if isinstance(scheme, SimhashBlocks)
+        )
+        self._limit = 1 << bits
+        write_ops = getattr(self._kv, "write_ops", None)
+        self._write_puts: Callable[[list[tuple[bytes, bytes]]], None] = (
+            write_ops if write_ops is not None else self._kv.write_batch
+        )
         self._all_tables = frozenset(range(k + 1 + bands))
         self._simhash_tables = frozenset(range(k + 1))
         self._simhash_order = tuple(range(k + 1))
@@ -170,11 +182,15 @@ class BlockIndex:
 
         Re-inserting the same document with other ``tables`` adds the missing tables.
         """
-        self._check_fingerprint(fingerprint)
+        if not 0 <= fingerprint < self._limit:
+            self._check_fingerprint(fingerprint)
         if math.isnan(ts):
             raise ValueError("ts is NaN")
-        band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
-        used = self._tables_for(tables, band_pairs)
+        if bands or tables is not None:
+            band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
+            used = self._tables_for(tables, band_pairs)
+        else:  # the common call: what _tables_for(None, ()) returns, without the call
+            band_pairs, used = (), self._simhash_tables
         id_key = doc_key(doc_id)
         raw_handle = self._kv.get(id_key)
         if raw_handle is not None:
@@ -198,9 +214,13 @@ class BlockIndex:
 
         Sorted by (distance, doc_id); one hit per document, ``via="simhash"`` when both kinds found it.
         """
-        self._check_fingerprint(fingerprint)
-        band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
-        probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
+        if not 0 <= fingerprint < self._limit:
+            self._check_fingerprint(fingerprint)
+        if bands or tables is not None:
+            band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
+            probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
+        else:
+            probe = self._probe(fingerprint, (), self._simhash_tables)
         # Simhash candidates pass a filter on the bits their entries keep (a lower bound of the
         # distance); the records fetched for the hits' doc ids then give the exact distance.
         near: set[int] = set()
@@ -270,10 +290,29 @@ class BlockIndex:
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == (fingerprint, bands, used):
             return memo[2]
-        probe = []
+        probe: list[tuple[BucketTable, list[Leaf], Source]] = []
+        if used is self._simhash_tables:
+            # The common probe, inline: k + 1 root keys, cache lookups (LRU touch), one leaf each
+            # unless a root is split or not cached.
+            cache = self.cache
+            buckets, touch = cache.buckets, cache.buckets.move_to_end
+            source = (fingerprint, 0)
+            hits = 0
+            for table, prefix, low, block_mask, top_len in self._root_spec:
+                root = prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
+                bucket = buckets.get(root)
+                if bucket is not None and not bucket.split:
+                    touch(root)
+                    hits += 1
+                    probe.append((table, [Leaf(root, bucket, (), None)], source))
+                else:
+                    probe.append((table, table.leaves(source), source))
+            cache.hits += hits
+            self._memo = (self._version, (fingerprint, bands, used), probe)
+            return probe
         k = self.k
         cache_get = self.cache.get
-        for t in self._simhash_order if used is self._simhash_tables else sorted(used):
+        for t in sorted(used):
             table = self.tables[t]
             source = (fingerprint, 0) if t <= k else bands[t - k - 1]
             root = table.root_key(source)
@@ -391,7 +430,7 @@ class BlockIndex:
         ``insert`` treats a present doc id as done, so the doc id is written last (after the
         handle reservation, the entries and the record) and a replayed prefix is always redone.
         """
-        hb = handle_bytes(handle)
+        hb = handle.to_bytes(HANDLE_LEN, "big")
         puts: list[tuple[bytes, bytes]] = []
         if self._next_handle > self._reserved:
             self._reserved = self._next_handle + HANDLE_BLOCK
@@ -408,12 +447,41 @@ class BlockIndex:
             puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
             puts.append((id_key, hb))
             self._stats.documents += 1
-        self._kv.write_batch(puts)
-        self._mutated()
-        big = [(table, table.added(leaves, handle, fingerprint), source) for table, leaves, source in touched]
-        for table, leaves, source in big:
+        self._write_puts(puts)
+        self._version += 1  # _mutated, inline
+        self._dirty += 1
+        if self._dirty >= STATS_EVERY:
+            self._checkpoint()
+        # Mirror the entries into the cached leaves and the level counters, inline (this runs for
+        # k + 1 leaves per insert): the same arithmetic as BucketCache.grew and LevelCounter.resize
+        # for a +1 step. Splits wait until every table is updated.
+        cache = self.cache
+        cached = cache.buckets
+        stats = self._stats
+        min_split = self.policy.min_split
+        grown = 0
+        big: list[tuple[BucketTable, Leaf, Source]] = []
+        for table, leaves, source in touched:
+            masked = fingerprint & table.filter_mask
+            levels = stats.levels[table.kind]
             for leaf in leaves:
-                table.maybe_split(leaf, source)
+                bucket = leaf.bucket
+                bucket.handles.append(handle)
+                bucket.fps.append(masked)
+                if leaf.key in cached:  # an evicted leaf's object no longer counts
+                    grown += 1
+                size = len(bucket.handles)
+                level = len(leaf.path)
+                if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
+                    levels[level].entries += 1
+                else:
+                    stats.resize(table.kind, level, size - 1, size)
+                if size >= min_split:
+                    big.append((table, leaf, source))
+        if grown:
+            cache.grew_entries(grown)
+        for table, leaf, source in big:
+            table.maybe_split(leaf, source)
 
     def _delete_handle(self, raw_handle: bytes, record: _Record | None) -> None:
         # Commit order again (see _add): entries and expiry key first, the doc id, the record last,
