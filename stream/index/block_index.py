@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from stream.index.kernels import as_signed, within, within_tables
 from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
 from stream.index.stats import IndexStats, StatsRecorder
 from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore
@@ -44,7 +45,6 @@ MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
 FORMAT_VERSION = 2  # 2: simhash entries keep a 32-bit filter instead of the whole rest
-NUMPY_MIN = 96  # bucket size from which numpy popcount beats a Python loop (measured, see _filter)
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
@@ -144,14 +144,23 @@ class BlockIndex:
             BucketTable(t, scheme, self._kv, self.cache, self._stats, self.policy, self._fingerprints_of)
             for t, scheme in enumerate(schemes)
         ]
-        # Per SimHash table, what _probe needs to build its root key inline: (table, key prefix,
-        # block shift, block mask, key bytes).
+        # The common probe (SimHash tables only, every root cached and unsplit; _roots) and insert
+        # work from these instead of calls into the tables: per table (key prefix, block shift, block
+        # mask, key bytes) and (rest shift, low mask, kept mask, payload bytes) as in
+        # SimhashBlocks.top/payload, and the filter masks for within_tables.
+        simhash = [scheme for scheme in schemes[: k + 1] if isinstance(scheme, SimhashBlocks)]
         self._root_spec = tuple(
-            (table, bytes([t]), scheme.low, scheme.block_mask, scheme.top_len)
-            for t, (table, scheme) in enumerate(zip(self.tables[: k + 1], schemes[: k + 1], strict=True))
-            if isinstance(scheme, SimhashBlocks)
+            (bytes([t]), scheme.low, scheme.block_mask, scheme.top_len) for t, scheme in enumerate(simhash)
         )
+        self._payload_spec = tuple(
+            (scheme.low + scheme.width, scheme.low, (1 << scheme.low) - 1, scheme.kept_mask, scheme.payload_len)
+            for scheme in simhash
+        )
+        self._filter_mask_list = [scheme.filter_mask for scheme in simhash]
+        self._filter_masks = np.array(self._filter_mask_list, dtype=np.uint64)
+        self._roots_memo: tuple[int, int, tuple[list[bytes], list[Bucket]] | None] | None = None
         self._limit = 1 << bits
+        self._positions = np.empty(1024, dtype=np.int64)  # within()'s output, grown for big buckets
         write_ops = getattr(self._kv, "write_ops", None)
         self._write_puts: Callable[[list[tuple[bytes, bytes]]], None] = (
             write_ops if write_ops is not None else self._kv.write_batch
@@ -220,6 +229,21 @@ class BlockIndex:
             band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
             probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
         else:
+            roots = self._roots(fingerprint)
+            if roots is not None:  # the common query: one compiled call filters the k + 1 roots
+                found = roots[1]
+                columns = tuple([bucket.fps for bucket in found])
+                total = sum([len(column) for column in columns])
+                out = self._positions
+                if total > len(out):
+                    out = self._positions = np.empty(2 * total, dtype=np.int64)
+                count = within_tables(columns, self._filter_masks, as_signed(fingerprint), self.k, out)
+                self._stats.candidates["simhash"].add(total)
+                if not count:
+                    return []
+                return self._hits(
+                    fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, set()
+                )
             probe = self._probe(fingerprint, (), self._simhash_tables)
         # Simhash candidates pass a filter on the bits their entries keep (a lower bound of the
         # distance); the records fetched for the hits' doc ids then give the exact distance.
@@ -228,6 +252,7 @@ class BlockIndex:
         simhash_total = band_total = 0
         band_probed = False
         k = self.k
+        out = self._positions
         for table, leaves, _ in probe:
             if table.kind == "band":
                 band_probed = True
@@ -235,24 +260,30 @@ class BlockIndex:
                     band.update(leaf.bucket.handles)
                     band_total += len(leaf.bucket.handles)
                 continue
-            masked = fingerprint & table.filter_mask
+            query = as_signed(fingerprint & table.filter_mask)
             for leaf in leaves:
                 bucket = leaf.bucket
                 size = len(bucket.handles)
-                simhash_total += size
-                if size >= NUMPY_MIN:
-                    self._filter_numpy(bucket, masked, near)
+                if not size:
                     continue
-                # The hot loop (most buckets hold a few dozen entries): inline, no call per bucket.
-                for stored, handle in zip(bucket.fps, bucket.handles):  # noqa: B905 (parallel arrays)
-                    if (stored ^ masked).bit_count() <= k:
-                        near.add(handle)
+                simhash_total += size
+                if size > len(out):
+                    out = self._positions = np.empty(2 * size, dtype=np.int64)
+                count = within(bucket.fps, query, k, out)
+                if count:
+                    stored = bucket.handles
+                    near.update([stored[i] for i in out[:count].tolist()])
         candidates = self._stats.candidates
         if band_probed:
             candidates["band"].add(band_total)
         candidates["simhash"].add(simhash_total)
         if not near and not band:
             return []
+        return self._hits(fingerprint, near, band)
+
+    def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
+        """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
+        k = self.k
         handles = list(near | band)
         raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
@@ -271,17 +302,6 @@ class BlockIndex:
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
-    def _filter_numpy(self, bucket: Bucket, masked: int, out: set[int]) -> None:
-        """Handles of a big ``bucket`` whose kept bits are within k of the query's (``masked``).
-
-        Below ``NUMPY_MIN`` entries ``query`` loops in Python instead: numpy's fixed per-call cost
-        only pays on big buckets (measured per bucket: 1.7 vs 5.9 us at 15 entries, 17 vs 11 at 200).
-        """
-        distances = np.bitwise_count(np.frombuffer(bucket.fps, dtype=np.uint64) ^ np.uint64(masked))
-        keep = np.flatnonzero(distances <= self.k)
-        if len(keep):
-            out.update(np.frombuffer(bucket.handles, dtype=np.uint64)[keep].tolist())
-
     def _probe(
         self, fingerprint: int, bands: tuple[tuple[int, int], ...], used: frozenset[int]
     ) -> list[tuple[BucketTable, list[Leaf], Source]]:
@@ -291,28 +311,9 @@ class BlockIndex:
         if memo is not None and memo[0] == self._version and memo[1] == (fingerprint, bands, used):
             return memo[2]
         probe: list[tuple[BucketTable, list[Leaf], Source]] = []
-        if used is self._simhash_tables:
-            # The common probe, inline: k + 1 root keys, cache lookups (LRU touch), one leaf each
-            # unless a root is split or not cached.
-            cache = self.cache
-            buckets, touch = cache.buckets, cache.buckets.move_to_end
-            source = (fingerprint, 0)
-            hits = 0
-            for table, prefix, low, block_mask, top_len in self._root_spec:
-                root = prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
-                bucket = buckets.get(root)
-                if bucket is not None and not bucket.split:
-                    touch(root)
-                    hits += 1
-                    probe.append((table, [Leaf(root, bucket, (), None)], source))
-                else:
-                    probe.append((table, table.leaves(source), source))
-            cache.hits += hits
-            self._memo = (self._version, (fingerprint, bands, used), probe)
-            return probe
         k = self.k
         cache_get = self.cache.get
-        for t in sorted(used):
+        for t in self._simhash_order if used is self._simhash_tables else sorted(used):
             table = self.tables[t]
             source = (fingerprint, 0) if t <= k else bands[t - k - 1]
             root = table.root_key(source)
@@ -323,6 +324,30 @@ class BlockIndex:
                 probe.append((table, table.leaves(source), source))
         self._memo = (self._version, (fingerprint, bands, used), probe)
         return probe
+
+    def _roots(self, fingerprint: int) -> tuple[list[bytes], list[Bucket]] | None:
+        """Keys and buckets of the k + 1 SimHash roots of ``fingerprint`` if every one is cached and
+        unsplit (the common case, served without Leaf objects or calls into the tables), else None:
+        the general ``_probe`` then descends and loads. Memoized until the next mutation."""
+        memo = self._roots_memo
+        if memo is not None and memo[0] == self._version and memo[1] == fingerprint:
+            return memo[2]
+        keys = [
+            prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
+            for prefix, low, block_mask, top_len in self._root_spec
+        ]
+        cache = self.cache
+        get = cache.buckets.get
+        found = [get(key) for key in keys]
+        roots: tuple[list[bytes], list[Bucket]] | None = None
+        if all([bucket is not None and not bucket.split for bucket in found]):
+            touch = cache.buckets.move_to_end  # LRU
+            for key in keys:
+                touch(key)
+            cache.hits += len(keys)
+            roots = keys, found  # type: ignore[assignment]
+        self._roots_memo = (self._version, fingerprint, roots)
+        return roots
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document from every table; False if it was not indexed."""
@@ -436,12 +461,19 @@ class BlockIndex:
             self._reserved = self._next_handle + HANDLE_BLOCK
             puts.append((META_NS + b"handle", self._reserved.to_bytes(8, "big")))
         fingerprint = record.fingerprint
-        touched = self._probe(fingerprint, record.bands, tables)
         entry_tail = ENTRY_TAG + hb
-        for table, leaves, source in touched:
-            payload = table.scheme.payload(fingerprint, source)
-            for leaf in leaves:
-                puts.append((leaf.key + entry_tail, payload))
+        roots = self._roots(fingerprint) if tables is self._simhash_tables else None
+        if roots is not None:
+            touched = []
+            for key, (above, low, low_mask, kept_mask, size) in zip(roots[0], self._payload_spec, strict=True):
+                rest = ((fingerprint >> above) << low) | (fingerprint & low_mask)  # SimhashBlocks.payload
+                puts.append((key + entry_tail, (rest & kept_mask).to_bytes(size, "big")))
+        else:
+            touched = self._probe(fingerprint, record.bands, tables)
+            for table, leaves, source in touched:
+                payload = table.scheme.payload(fingerprint, source)
+                for leaf in leaves:
+                    puts.append((leaf.key + entry_tail, payload))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
@@ -461,6 +493,19 @@ class BlockIndex:
         min_split = self.policy.min_split
         grown = 0
         big: list[tuple[BucketTable, Leaf, Source]] = []
+        if roots is not None:  # k + 1 cached roots at level 0
+            levels = stats.levels["simhash"]
+            for t, (key, bucket, mask) in enumerate(zip(*roots, self._filter_mask_list, strict=True)):
+                bucket.handles.append(handle)
+                bucket.fps.append(fingerprint & mask)
+                size = len(bucket.handles)
+                if levels and size & (size - 1):
+                    levels[0].entries += 1
+                else:
+                    stats.resize("simhash", 0, size - 1, size)
+                if size >= min_split:
+                    big.append((self.tables[t], Leaf(key, bucket, (), None), (fingerprint, 0)))
+            grown = len(roots[0])
         for table, leaves, source in touched:
             masked = fingerprint & table.filter_mask
             levels = stats.levels[table.kind]

@@ -364,7 +364,8 @@ class BufferedStore:
         self.max_ops = max_ops
         self._ops: list[tuple[bytes, bytes | None]] = []
         self._overlay: dict[bytes, bytes | None] = {}  # latest pending value per key (None: deleted)
-        self._roots: set[bytes] = set()  # first ROOT_LEN bytes of every pending key
+        self._roots: set[bytes] = set()  # first ROOT_LEN bytes of the pending keys up to _rooted
+        self._rooted = 0
 
     @property
     def pending(self) -> int:
@@ -392,13 +393,10 @@ class BufferedStore:
         self.write_ops([*puts, *((key, None) for key in deletes)])
 
     def write_ops(self, ops: Iterable[tuple[bytes, bytes | None]]) -> None:
-        pending, overlay, roots, root_len = self._ops, self._overlay, self._roots, self.ROOT_LEN
-        for op in ops:
-            pending.append(op)
-            key = op[0]
-            overlay[key] = op[1]
-            roots.add(key[:root_len])
-        if len(pending) >= self.max_ops:
+        ops = ops if isinstance(ops, list) else list(ops)
+        self._ops.extend(ops)
+        self._overlay.update(ops)  # C loops: this runs for every insert
+        if len(self._ops) >= self.max_ops:
             self.drain()
 
     def drain(self) -> None:
@@ -408,10 +406,21 @@ class BufferedStore:
             self._ops = []
             self._overlay = {}
             self._roots = set()
+            self._rooted = 0
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        if self._ops and (len(prefix) < self.ROOT_LEN or prefix[: self.ROOT_LEN] in self._roots):
-            self.drain()
+        ops = self._ops
+        if ops:
+            if len(prefix) < self.ROOT_LEN:
+                self.drain()
+            else:
+                # Roots of the writes since the last scan, computed here rather than per write: the
+                # index scans only on cache misses and splits, far less often than it writes.
+                root_len = self.ROOT_LEN
+                self._roots.update([op[0][:root_len] for op in ops[self._rooted :]])
+                self._rooted = len(ops)
+                if prefix[:root_len] in self._roots:
+                    self.drain()
         return self.store.scan_prefix(prefix)
 
     def flush(self) -> None:
