@@ -147,3 +147,25 @@ def test_buffered_store_reads_like_the_plain_store(
     buffered.flush()
     assert buffered.pending == 0
     assert list(below.scan_prefix(b"")) == list(plain.scan_prefix(b""))
+
+
+def test_rocks_store_opens_a_database_without_the_id_family(tmp_path: Path) -> None:
+    """Databases created before doc ids got their own (Bloom-filtered) family keep them in the default one."""
+    from rocksdict import Cache, Rdict
+
+    path = str(tmp_path / "db")
+    cache = Cache(1 << 20)
+    options = RocksStore._options(cache)
+    options.create_missing_column_families(True)
+    options.set_atomic_flush(True)
+    options.set_allow_concurrent_memtable_write(False)
+    legacy = Rdict(path, options, column_families={RocksStore.ENTRY_FAMILY: RocksStore._entry_options(cache)})
+    legacy.put(b"\xfddoc", b"h")
+    legacy.put(b"\xfcrec", b"r")
+    legacy.close()
+    store = RocksStore(path)
+    assert store.get(b"\xfddoc") == b"h"
+    store.write_batch([(b"\xfddoc2", b"h2"), (b"\x01\x02\x03e", b"p")])
+    assert [k for k, _ in store.scan_prefix(b"")] == [b"\x01\x02\x03e", b"\xfcrec", b"\xfddoc", b"\xfddoc2"]
+    store.close()
+    assert "ids" not in Rdict.list_cf(path)
