@@ -152,6 +152,16 @@ class BlockIndex:
         self._root_spec = tuple(
             (bytes([t]), scheme.low, scheme.block_mask, scheme.top_len) for t, scheme in enumerate(simhash)
         )
+        self._fp_len = (bits + 7) // 8
+        aligned = bits % 8 == 0 and all(scheme.low % 8 == 0 and scheme.width % 8 == 0 for scheme in simhash)
+        self._root_slices = (
+            tuple(
+                (prefix, self._fp_len - (low + 8 * top_len) // 8, self._fp_len - low // 8)
+                for prefix, low, _, top_len in self._root_spec
+            )
+            if aligned
+            else None
+        )
         self._payload_spec = tuple(
             (scheme.low + scheme.width, scheme.low, (1 << scheme.low) - 1, scheme.kept_mask, scheme.payload_len)
             for scheme in simhash
@@ -233,12 +243,14 @@ class BlockIndex:
             if roots is not None:  # the common query: one compiled call filters the k + 1 roots
                 found = roots[1]
                 columns = tuple([bucket.fps for bucket in found])
-                total = sum([len(column) for column in columns])
                 out = self._positions
-                if total > len(out):
-                    out = self._positions = np.empty(2 * total, dtype=np.int64)
-                count = within_tables(columns, self._filter_masks, as_signed(fingerprint), self.k, out)
-                self._stats.candidates["simhash"].add(total)
+                query = as_signed(fingerprint)
+                packed = within_tables(columns, self._filter_masks, query, self.k, out)
+                count = packed & 0xFFFFFFFF
+                if count > len(out):  # more matches than room (duplicates): again, with room
+                    out = self._positions = np.empty(2 * count, dtype=np.int64)
+                    within_tables(columns, self._filter_masks, query, self.k, out)
+                self._stats.candidates["simhash"].add(packed >> 32)
                 if not count:
                     return []
                 return self._hits(
@@ -332,10 +344,14 @@ class BlockIndex:
         memo = self._roots_memo
         if memo is not None and memo[0] == self._version and memo[1] == fingerprint:
             return memo[2]
-        keys = [
-            prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
-            for prefix, low, block_mask, top_len in self._root_spec
-        ]
+        if self._root_slices is not None:  # byte-aligned blocks (64 bits, k = 3): slices are cheaper
+            raw = fingerprint.to_bytes(self._fp_len, "big")
+            keys = [prefix + raw[start:stop] for prefix, start, stop in self._root_slices]
+        else:
+            keys = [
+                prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
+                for prefix, low, block_mask, top_len in self._root_spec
+            ]
         cache = self.cache
         get = cache.buckets.get
         found = [get(key) for key in keys]

@@ -52,14 +52,19 @@ def within(fps, query, k, out):  # type: ignore[no-untyped-def]
 @njit(cache=True)
 def within_tables(fps, masks, fingerprint, k, out):  # type: ignore[no-untyped-def]
     """``within`` over one bucket per table: ``fps[t]`` is table t's bucket, compared with
-    ``fingerprint & masks[t]`` (the bits its entries keep). Writes ``t << 32 | i`` per match."""
+    ``fingerprint & masks[t]`` (the bits its entries keep). Writes ``t << 32 | i`` per match to
+    ``out`` while it has room and returns ``candidates << 32 | matches`` (one int: a returned tuple
+    costs more to box); more matches than ``len(out)``: call again with a bigger ``out``."""
     f = np.uint64(fingerprint)
     count = 0
+    total = 0
     for t in range(len(fps)):
         q = f & masks[t]
         column = fps[t]
+        total += len(column)
         for i in range(len(column)):
             if _popcount(column[i] ^ q) <= k:
-                out[count] = (t << 32) | i
+                if count < len(out):
+                    out[count] = (t << 32) | i
                 count += 1
-    return count
+    return (total << 32) | count
