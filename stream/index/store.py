@@ -201,6 +201,9 @@ class RocksStore:
             ]
         else:
             self._ranges.append((self.HASHED_BELOW, None, self._db))
+        # routing by first byte (our ranges are cut at whole first bytes): cheaper than comparisons
+        self._family_by_byte = [self._handle(bytes([b])) for b in range(256)]
+        self._view_by_byte = [self._family(bytes([b])) for b in range(256)]
         write_options = WriteOptions()
         # rocksdict exposes this as a property although its stub declares a method.
         write_options.disable_wal = not wal  # type: ignore[method-assign,assignment]
@@ -256,7 +259,7 @@ class RocksStore:
         return None
 
     def get(self, key: bytes) -> bytes | None:
-        value: bytes | None = self._family(key).get(key)
+        value: bytes | None = (self._view_by_byte[key[0]] if key else self._entries).get(key)
         return value
 
     def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
@@ -282,16 +285,9 @@ class RocksStore:
             return
         batch = WriteBatch(raw_mode=True)
         put, delete = batch.put, batch.delete
-        hashed_below, entries = self.HASHED_BELOW, self._entry_family
-        ids_from, ids_until, ids = self.IDS_FROM, self.IDS_UNTIL, self._id_family
+        by_byte, entries = self._family_by_byte, self._entry_family
         for key, value in ops:
-            # the common keys first: entries, then records/expiry (default family)
-            if key < hashed_below:
-                family = entries
-            elif ids is not None and ids_from <= key < ids_until:
-                family = ids
-            else:
-                family = None
+            family = by_byte[key[0]] if key else entries
             if value is None:
                 delete(key, family)
             else:
@@ -356,7 +352,8 @@ class RocksStore:
     def close(self) -> None:
         self.flush()
         # The family view and handle keep the database open (and locked) until they are gone.
-        del self._entries, self._entry_family, self._ids, self._id_family, self._ranges
+        del self._entries, self._entry_family, self._ids, self._id_family, self._ranges, self._family_by_byte
+        del self._view_by_byte
         self._db.close()
 
 
