@@ -178,3 +178,15 @@ def test_tiny_cache_gives_the_same_answers() -> None:
     assert len(small.cache) < 20  # evicting all the time
     check(small, docs, 3, random.Random(2))
     assert small.stats().cache_misses > 0
+
+
+def test_more_matches_than_the_filter_buffer() -> None:
+    """The compiled filter writes matches into a preallocated buffer (1024): a query matching more
+    (here 4 tables x 1500 copies of one fingerprint) retries with room and still returns them all."""
+    index = BlockIndex(k=3)
+    fp = 0x0123456789ABCDEF
+    for i in range(1500):
+        index.insert(fp ^ (1 << (i % 64)) if i % 2 else fp, f"d{i}")
+    hits = index.query(fp)
+    assert len(hits) == 1500
+    assert sorted(hit.distance for hit in hits) == [0] * 750 + [1] * 750

@@ -9,15 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index.store import KVStore, MemoryStore, RocksStore, prefix_end
+from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore, prefix_end
 
 
-@pytest.fixture(params=["memory", "rocks"])
+@pytest.fixture(params=["memory", "rocks", "buffered"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], KVStore]]:
     opened: list[KVStore] = []
 
     def make() -> KVStore:
-        store: KVStore = MemoryStore() if request.param == "memory" else RocksStore(str(tmp_path / "db"))
+        store: KVStore
+        if request.param == "memory":
+            store = MemoryStore()
+        elif request.param == "rocks":
+            store = RocksStore(str(tmp_path / "db"))
+        else:  # drains every 3 writes: reads see both pending and written keys
+            store = BufferedStore(RocksStore(str(tmp_path / "db")), max_ops=3)
         opened.append(store)
         return store
 
@@ -114,3 +120,52 @@ def test_rocks_scan_spans_both_column_families(prefix: bytes, keys: list[bytes])
         assert [k for k, _ in store.scan_prefix(prefix)] == expected
         assert store.multi_get(expected) == [store.get(k) for k in expected]
         store.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.binary(min_size=1, max_size=4), st.one_of(st.none(), st.binary(max_size=2))), max_size=40),
+    st.integers(1, 8),
+    st.binary(max_size=4),
+)
+def test_buffered_store_reads_like_the_plain_store(
+    ops: list[tuple[bytes, bytes | None]], max_ops: int, prefix: bytes
+) -> None:
+    """Pending writes are visible to get, multi_get and scans, and reach the store below in order."""
+    plain, below = MemoryStore(), MemoryStore()
+    buffered = BufferedStore(below, max_ops=max_ops)
+    for key, value in ops:
+        for store in (plain, buffered):
+            if value is None:
+                store.delete(key)
+            else:
+                store.put(key, value)
+        assert buffered.get(key) == plain.get(key)
+    keys = sorted({key for key, _ in ops})
+    assert buffered.multi_get(keys) == plain.multi_get(keys)
+    assert list(buffered.scan_prefix(prefix)) == list(plain.scan_prefix(prefix))
+    buffered.flush()
+    assert buffered.pending == 0
+    assert list(below.scan_prefix(b"")) == list(plain.scan_prefix(b""))
+
+
+def test_rocks_store_opens_a_database_without_the_id_family(tmp_path: Path) -> None:
+    """Databases created before doc ids got their own (Bloom-filtered) family keep them in the default one."""
+    from rocksdict import Cache, Rdict
+
+    path = str(tmp_path / "db")
+    cache = Cache(1 << 20)
+    options = RocksStore._options(cache)
+    options.create_missing_column_families(True)
+    options.set_atomic_flush(True)
+    options.set_allow_concurrent_memtable_write(False)
+    legacy = Rdict(path, options, column_families={RocksStore.ENTRY_FAMILY: RocksStore._entry_options(cache)})
+    legacy.put(b"\xfddoc", b"h")
+    legacy.put(b"\xfcrec", b"r")
+    legacy.close()
+    store = RocksStore(path)
+    assert store.get(b"\xfddoc") == b"h"
+    store.write_batch([(b"\xfddoc2", b"h2"), (b"\x01\x02\x03e", b"p")])
+    assert [k for k, _ in store.scan_prefix(b"")] == [b"\x01\x02\x03e", b"\xfcrec", b"\xfddoc", b"\xfddoc2"]
+    store.close()
+    assert "ids" not in Rdict.list_cf(path)

@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
+from stream.index.kernels import as_signed, within, within_tables
 from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
 from stream.index.stats import IndexStats, StatsRecorder
-from stream.index.store import KVStore, MemoryStore, RocksStore
+from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore
 from stream.index.table import (
     ENTRY_TAG,
     HANDLE_LEN,
@@ -44,7 +45,8 @@ MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
 FORMAT_VERSION = 2  # 2: simhash entries keep a 32-bit filter instead of the whole rest
-NUMPY_MIN = 96  # bucket size from which numpy popcount beats a Python loop (measured, see _filter)
+# pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
+DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
 _RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands
 _HIT_HEAD = struct.Struct(">Qd")  # what a hit needs besides the doc id
@@ -95,7 +97,10 @@ class BlockIndex:
     ``path=None`` keeps the index in memory; ``path="DIR"`` persists it in RocksDB (reopening gives
     the same index). ``split_mu``/``split_cap``/``min_split`` set the re-split rule (seed 002 §2.3,
     see ``SplitPolicy``); ``resplit=False`` turns splitting off (the benchmark's baseline).
-    ``cache_bytes`` bounds the read cache.
+    ``cache_bytes`` bounds the read cache. ``write_buffer`` (store writes; default: 2048 for an index
+    that opens its own RocksDB, else 0) collects writes in memory and writes them in one batch
+    (``BufferedStore``); queries see them at once, ``flush``/``close`` write them, and a crash loses
+    the pending ones (the last few hundred documents; the store keeps a prefix of the commit order).
     """
 
     def __init__(
@@ -112,6 +117,7 @@ class BlockIndex:
         resplit: bool = True,
         cache_bytes: int = 256 << 20,
         wal: bool = True,
+        write_buffer: int | None = None,
     ) -> None:
         if k + 1 + bands > MAX_TABLES:
             raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
@@ -120,25 +126,61 @@ class BlockIndex:
             self._owns_store = True
         else:
             self._owns_store = False
-        self.store: KVStore = store
+        self.store: KVStore = store  # the store itself (the index reads and writes through _kv)
+        if write_buffer is None:
+            # Buffer only a store the index opened on disk: a caller's store (the service's changelog
+            # table) may expect each write at once, and a MemoryStore gains nothing.
+            write_buffer = DEFAULT_WRITE_BUFFER if self._owns_store and path is not None else 0
+        self._kv: KVStore = BufferedStore(store, write_buffer) if write_buffer > 0 else store
         self.k, self.bits, self.bands = k, bits, bands
         self._check_config()
         self.policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
-        raw_stats = store.get(META_NS + b"stats")
+        raw_stats = self._kv.get(META_NS + b"stats")
         self._stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
         self.cache = BucketCache(cache_bytes)
         schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
         schemes += [LshBand() for _ in range(bands)]
         self.tables: list[BucketTable] = [
-            BucketTable(t, scheme, store, self.cache, self._stats, self.policy, self._fingerprints_of)
+            BucketTable(t, scheme, self._kv, self.cache, self._stats, self.policy, self._fingerprints_of)
             for t, scheme in enumerate(schemes)
         ]
+        # The common probe (SimHash tables only, every root cached and unsplit; _roots) and insert
+        # work from these instead of calls into the tables: per table (key prefix, block shift, block
+        # mask, key bytes) and (rest shift, low mask, kept mask, payload bytes) as in
+        # SimhashBlocks.top/payload, and the filter masks for within_tables.
+        simhash = [scheme for scheme in schemes[: k + 1] if isinstance(scheme, SimhashBlocks)]
+        self._root_spec = tuple(
+            (bytes([t]), scheme.low, scheme.block_mask, scheme.top_len) for t, scheme in enumerate(simhash)
+        )
+        self._fp_len = (bits + 7) // 8
+        aligned = bits % 8 == 0 and all(scheme.low % 8 == 0 and scheme.width % 8 == 0 for scheme in simhash)
+        self._root_slices = (
+            tuple(
+                (prefix, self._fp_len - (low + 8 * top_len) // 8, self._fp_len - low // 8)
+                for prefix, low, _, top_len in self._root_spec
+            )
+            if aligned
+            else None
+        )
+        self._payload_spec = tuple(
+            (scheme.low + scheme.width, scheme.low, (1 << scheme.low) - 1, scheme.kept_mask, scheme.payload_len)
+            for scheme in simhash
+        )
+        self._filter_mask_list = [scheme.filter_mask for scheme in simhash]
+        self._filter_masks = np.array(self._filter_mask_list, dtype=np.uint64)
+        self._roots_memo: tuple[int, int, tuple[list[bytes], list[Bucket]] | None] | None = None
+        self._limit = 1 << bits
+        self._positions = np.empty(1024, dtype=np.int64)  # within()'s output, grown for big buckets
+        write_ops = getattr(self._kv, "write_ops", None)
+        self._write_puts: Callable[[list[tuple[bytes, bytes]]], None] = (
+            write_ops if write_ops is not None else self._kv.write_batch
+        )
         self._all_tables = frozenset(range(k + 1 + bands))
         self._simhash_tables = frozenset(range(k + 1))
         self._simhash_order = tuple(range(k + 1))
         self._mask_len = (len(self.tables) + 7) // 8
         self._masks: dict[frozenset[int], bytes] = {}
-        raw_handle = store.get(META_NS + b"handle")
+        raw_handle = self._kv.get(META_NS + b"handle")
         self._next_handle = int.from_bytes(raw_handle, "big") if raw_handle else 0
         self._reserved = self._next_handle
         self._dirty = 0
@@ -159,13 +201,17 @@ class BlockIndex:
 
         Re-inserting the same document with other ``tables`` adds the missing tables.
         """
-        self._check_fingerprint(fingerprint)
+        if not 0 <= fingerprint < self._limit:
+            self._check_fingerprint(fingerprint)
         if math.isnan(ts):
             raise ValueError("ts is NaN")
-        band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
-        used = self._tables_for(tables, band_pairs)
+        if bands or tables is not None:
+            band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
+            used = self._tables_for(tables, band_pairs)
+        else:  # the common call: what _tables_for(None, ()) returns, without the call
+            band_pairs, used = (), self._simhash_tables
         id_key = doc_key(doc_id)
-        raw_handle = self.store.get(id_key)
+        raw_handle = self._kv.get(id_key)
         if raw_handle is not None:
             old = self._record(raw_handle)
             if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
@@ -187,9 +233,30 @@ class BlockIndex:
 
         Sorted by (distance, doc_id); one hit per document, ``via="simhash"`` when both kinds found it.
         """
-        self._check_fingerprint(fingerprint)
-        band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
-        probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
+        if not 0 <= fingerprint < self._limit:
+            self._check_fingerprint(fingerprint)
+        if bands or tables is not None:
+            band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
+            probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
+        else:
+            roots = self._roots(fingerprint)
+            if roots is not None:  # the common query: one compiled call filters the k + 1 roots
+                found = roots[1]
+                columns = tuple([bucket.fps for bucket in found])
+                out = self._positions
+                query = as_signed(fingerprint)
+                packed = within_tables(columns, self._filter_masks, query, self.k, out)
+                count = packed & 0xFFFFFFFF
+                if count > len(out):  # more matches than room (duplicates): again, with room
+                    out = self._positions = np.empty(2 * count, dtype=np.int64)
+                    within_tables(columns, self._filter_masks, query, self.k, out)
+                self._stats.candidates["simhash"].add(packed >> 32)
+                if not count:
+                    return []
+                return self._hits(
+                    fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, set()
+                )
+            probe = self._probe(fingerprint, (), self._simhash_tables)
         # Simhash candidates pass a filter on the bits their entries keep (a lower bound of the
         # distance); the records fetched for the hits' doc ids then give the exact distance.
         near: set[int] = set()
@@ -197,6 +264,7 @@ class BlockIndex:
         simhash_total = band_total = 0
         band_probed = False
         k = self.k
+        out = self._positions
         for table, leaves, _ in probe:
             if table.kind == "band":
                 band_probed = True
@@ -204,26 +272,32 @@ class BlockIndex:
                     band.update(leaf.bucket.handles)
                     band_total += len(leaf.bucket.handles)
                 continue
-            masked = fingerprint & table.filter_mask
+            query = as_signed(fingerprint & table.filter_mask)
             for leaf in leaves:
                 bucket = leaf.bucket
                 size = len(bucket.handles)
-                simhash_total += size
-                if size >= NUMPY_MIN:
-                    self._filter_numpy(bucket, masked, near)
+                if not size:
                     continue
-                # The hot loop (most buckets hold a few dozen entries): inline, no call per bucket.
-                for stored, handle in zip(bucket.fps, bucket.handles):  # noqa: B905 (parallel arrays)
-                    if (stored ^ masked).bit_count() <= k:
-                        near.add(handle)
+                simhash_total += size
+                if size > len(out):
+                    out = self._positions = np.empty(2 * size, dtype=np.int64)
+                count = within(bucket.fps, query, k, out)
+                if count:
+                    stored = bucket.handles
+                    near.update([stored[i] for i in out[:count].tolist()])
         candidates = self._stats.candidates
         if band_probed:
             candidates["band"].add(band_total)
         candidates["simhash"].add(simhash_total)
         if not near and not band:
             return []
+        return self._hits(fingerprint, near, band)
+
+    def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
+        """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
+        k = self.k
         handles = list(near | band)
-        raw = self.store.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
+        raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
@@ -240,17 +314,6 @@ class BlockIndex:
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
-    def _filter_numpy(self, bucket: Bucket, masked: int, out: set[int]) -> None:
-        """Handles of a big ``bucket`` whose kept bits are within k of the query's (``masked``).
-
-        Below ``NUMPY_MIN`` entries ``query`` loops in Python instead: numpy's fixed per-call cost
-        only pays on big buckets (measured per bucket: 1.7 vs 5.9 us at 15 entries, 17 vs 11 at 200).
-        """
-        distances = np.bitwise_count(np.frombuffer(bucket.fps, dtype=np.uint64) ^ np.uint64(masked))
-        keep = np.flatnonzero(distances <= self.k)
-        if len(keep):
-            out.update(np.frombuffer(bucket.handles, dtype=np.uint64)[keep].tolist())
-
     def _probe(
         self, fingerprint: int, bands: tuple[tuple[int, int], ...], used: frozenset[int]
     ) -> list[tuple[BucketTable, list[Leaf], Source]]:
@@ -259,7 +322,7 @@ class BlockIndex:
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == (fingerprint, bands, used):
             return memo[2]
-        probe = []
+        probe: list[tuple[BucketTable, list[Leaf], Source]] = []
         k = self.k
         cache_get = self.cache.get
         for t in self._simhash_order if used is self._simhash_tables else sorted(used):
@@ -274,14 +337,42 @@ class BlockIndex:
         self._memo = (self._version, (fingerprint, bands, used), probe)
         return probe
 
+    def _roots(self, fingerprint: int) -> tuple[list[bytes], list[Bucket]] | None:
+        """Keys and buckets of the k + 1 SimHash roots of ``fingerprint`` if every one is cached and
+        unsplit (the common case, served without Leaf objects or calls into the tables), else None:
+        the general ``_probe`` then descends and loads. Memoized until the next mutation."""
+        memo = self._roots_memo
+        if memo is not None and memo[0] == self._version and memo[1] == fingerprint:
+            return memo[2]
+        if self._root_slices is not None:  # byte-aligned blocks (64 bits, k = 3): slices are cheaper
+            raw = fingerprint.to_bytes(self._fp_len, "big")
+            keys = [prefix + raw[start:stop] for prefix, start, stop in self._root_slices]
+        else:
+            keys = [
+                prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
+                for prefix, low, block_mask, top_len in self._root_spec
+            ]
+        cache = self.cache
+        get = cache.buckets.get
+        found = [get(key) for key in keys]
+        roots: tuple[list[bytes], list[Bucket]] | None = None
+        if all([bucket is not None and not bucket.split for bucket in found]):
+            touch = cache.buckets.move_to_end  # LRU
+            for key in keys:
+                touch(key)
+            cache.hits += len(keys)
+            roots = keys, found  # type: ignore[assignment]
+        self._roots_memo = (self._version, fingerprint, roots)
+        return roots
+
     def delete(self, doc_id: str) -> bool:
         """Remove a document from every table; False if it was not indexed."""
-        raw_handle = self.store.get(doc_key(doc_id))
+        raw_handle = self._kv.get(doc_key(doc_id))
         if raw_handle is None:
             return False
         record = self._record(raw_handle)
         if record is None:  # half-written document (store edited behind the index): drop the id
-            self.store.delete(doc_key(doc_id))
+            self._kv.delete(doc_key(doc_id))
             return True
         self._delete_handle(raw_handle, record)
         return True
@@ -292,7 +383,7 @@ class BlockIndex:
         removed = 0
         while True:
             chunk: list[bytes] = []
-            for key, _ in self.store.scan_prefix(EXPIRY_NS):
+            for key, _ in self._kv.scan_prefix(EXPIRY_NS):
                 if key[1:9] >= bound or len(chunk) >= 1024:
                     break
                 chunk.append(key[9:])
@@ -317,15 +408,15 @@ class BlockIndex:
 
     def flush(self) -> None:
         self._checkpoint()
-        self.store.flush()
+        self._kv.flush()
 
     def close(self) -> None:
         """Persist statistics and flush; closes the store if the index opened it."""
         self._checkpoint()
         if self._owns_store:
-            self.store.close()
+            self._kv.close()
         else:
-            self.store.flush()
+            self._kv.flush()
         self.cache.clear()
 
     def __len__(self) -> int:
@@ -341,9 +432,9 @@ class BlockIndex:
 
     def _check_config(self) -> None:
         config = {"version": FORMAT_VERSION, "k": self.k, "bits": self.bits, "bands": self.bands}
-        raw = self.store.get(META_NS + b"config")
+        raw = self._kv.get(META_NS + b"config")
         if raw is None:
-            self.store.put(META_NS + b"config", json.dumps(config).encode())
+            self._kv.put(META_NS + b"config", json.dumps(config).encode())
         elif json.loads(raw) != config:
             raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
 
@@ -380,29 +471,78 @@ class BlockIndex:
         ``insert`` treats a present doc id as done, so the doc id is written last (after the
         handle reservation, the entries and the record) and a replayed prefix is always redone.
         """
-        hb = handle_bytes(handle)
+        hb = handle.to_bytes(HANDLE_LEN, "big")
         puts: list[tuple[bytes, bytes]] = []
         if self._next_handle > self._reserved:
             self._reserved = self._next_handle + HANDLE_BLOCK
             puts.append((META_NS + b"handle", self._reserved.to_bytes(8, "big")))
         fingerprint = record.fingerprint
-        touched = self._probe(fingerprint, record.bands, tables)
         entry_tail = ENTRY_TAG + hb
-        for table, leaves, source in touched:
-            payload = table.scheme.payload(fingerprint, source)
-            for leaf in leaves:
-                puts.append((leaf.key + entry_tail, payload))
+        roots = self._roots(fingerprint) if tables is self._simhash_tables else None
+        if roots is not None:
+            touched = []
+            for key, (above, low, low_mask, kept_mask, size) in zip(roots[0], self._payload_spec, strict=True):
+                rest = ((fingerprint >> above) << low) | (fingerprint & low_mask)  # SimhashBlocks.payload
+                puts.append((key + entry_tail, (rest & kept_mask).to_bytes(size, "big")))
+        else:
+            touched = self._probe(fingerprint, record.bands, tables)
+            for table, leaves, source in touched:
+                payload = table.scheme.payload(fingerprint, source)
+                for leaf in leaves:
+                    puts.append((leaf.key + entry_tail, payload))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
             puts.append((id_key, hb))
             self._stats.documents += 1
-        self.store.write_batch(puts)
-        self._mutated()
-        big = [(table, table.added(leaves, handle, fingerprint), source) for table, leaves, source in touched]
-        for table, leaves, source in big:
+        self._write_puts(puts)
+        self._version += 1  # _mutated, inline
+        self._dirty += 1
+        if self._dirty >= STATS_EVERY:
+            self._checkpoint()
+        # Mirror the entries into the cached leaves and the level counters, inline (this runs for
+        # k + 1 leaves per insert): the same arithmetic as BucketCache.grew and LevelCounter.resize
+        # for a +1 step. Splits wait until every table is updated.
+        cache = self.cache
+        cached = cache.buckets
+        stats = self._stats
+        min_split = self.policy.min_split
+        grown = 0
+        big: list[tuple[BucketTable, Leaf, Source]] = []
+        if roots is not None:  # k + 1 cached roots at level 0
+            levels = stats.levels["simhash"]
+            for t, (key, bucket, mask) in enumerate(zip(*roots, self._filter_mask_list, strict=True)):
+                bucket.handles.append(handle)
+                bucket.fps.append(fingerprint & mask)
+                size = len(bucket.handles)
+                if levels and size & (size - 1):
+                    levels[0].entries += 1
+                else:
+                    stats.resize("simhash", 0, size - 1, size)
+                if size >= min_split:
+                    big.append((self.tables[t], Leaf(key, bucket, (), None), (fingerprint, 0)))
+            grown = len(roots[0])
+        for table, leaves, source in touched:
+            masked = fingerprint & table.filter_mask
+            levels = stats.levels[table.kind]
             for leaf in leaves:
-                table.maybe_split(leaf, source)
+                bucket = leaf.bucket
+                bucket.handles.append(handle)
+                bucket.fps.append(masked)
+                if leaf.key in cached:  # an evicted leaf's object no longer counts
+                    grown += 1
+                size = len(bucket.handles)
+                level = len(leaf.path)
+                if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
+                    levels[level].entries += 1
+                else:
+                    stats.resize(table.kind, level, size - 1, size)
+                if size >= min_split:
+                    big.append((table, leaf, source))
+        if grown:
+            cache.grew_entries(grown)
+        for table, leaf, source in big:
+            table.maybe_split(leaf, source)
 
     def _delete_handle(self, raw_handle: bytes, record: _Record | None) -> None:
         # Commit order again (see _add): entries and expiry key first, the doc id, the record last,
@@ -419,7 +559,7 @@ class BlockIndex:
             deletes.append(EXPIRY_NS + ts_key(record.ts) + raw_handle)
             deletes.append(doc_key(record.doc_id))
         deletes.append(HANDLE_NS + raw_handle)
-        self.store.write_batch((), deletes)
+        self._kv.write_batch((), deletes)
         for table, leaves in touched:
             table.removed(leaves, handle)
         if record is not None:
@@ -433,11 +573,11 @@ class BlockIndex:
 
     def _fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
         """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
-        values = self.store.multi_get([HANDLE_NS + raw for raw in raw_handles])
+        values = self._kv.multi_get([HANDLE_NS + raw for raw in raw_handles])
         return [None if value is None else int.from_bytes(value[:8], "big") for value in values]
 
     def _record(self, raw_handle: bytes) -> _Record | None:
-        value = self.store.get(HANDLE_NS + raw_handle)
+        value = self._kv.get(HANDLE_NS + raw_handle)
         return None if value is None else self._decode_record(value)
 
     def _encode_record(self, record: _Record) -> bytes:
@@ -471,8 +611,8 @@ class BlockIndex:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        self.store.put(META_NS + b"stats", self._stats.to_json())
-        self.store.put(META_NS + b"handle", max(self._reserved, self._next_handle).to_bytes(8, "big"))
+        self._kv.put(META_NS + b"stats", self._stats.to_json())
+        self._kv.put(META_NS + b"handle", max(self._reserved, self._next_handle).to_bytes(8, "big"))
         self._dirty = 0
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stream.index.schemes import BlockScheme, Source, State
@@ -82,16 +82,17 @@ class BucketCache:
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._buckets: OrderedDict[bytes, Bucket] = OrderedDict()
+        # public for BlockIndex's hot path, which looks up and touches its k + 1 roots inline
+        self.buckets: OrderedDict[bytes, Bucket] = OrderedDict()
         self._entries = 0
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
-        return len(self._buckets)
+        return len(self.buckets)
 
     def __contains__(self, key: bytes) -> bool:
-        return key in self._buckets
+        return key in self.buckets
 
     def grew_entries(self, count: int) -> None:
         """Cached buckets gained ``count`` entries in all."""
@@ -101,40 +102,40 @@ class BucketCache:
 
     @property
     def size_bytes(self) -> int:
-        return self.BUCKET_BYTES * len(self._buckets) + self.ENTRY_BYTES * self._entries
+        return self.BUCKET_BYTES * len(self.buckets) + self.ENTRY_BYTES * self._entries
 
     def get(self, key: bytes) -> Bucket | None:
-        bucket = self._buckets.get(key)
+        bucket = self.buckets.get(key)
         if bucket is None:
             self.misses += 1
             return None
         self.hits += 1
-        self._buckets.move_to_end(key)
+        self.buckets.move_to_end(key)
         return bucket
 
     def put(self, key: bytes, bucket: Bucket) -> None:
-        old = self._buckets.pop(key, None)
+        old = self.buckets.pop(key, None)
         if old is not None:
             self._entries -= len(old)
-        self._buckets[key] = bucket
+        self.buckets[key] = bucket
         self._entries += len(bucket)
         if self.size_bytes > self.max_bytes:
             self._evict()
 
     def grew(self, key: bytes, delta: int) -> None:
         """A bucket changed size by ``delta`` entries (ignored if it is no longer cached)."""
-        if key in self._buckets:
+        if key in self.buckets:
             self._entries += delta
             if delta > 0 and self.size_bytes > self.max_bytes:
                 self._evict()
 
     def clear(self) -> None:
-        self._buckets.clear()
+        self.buckets.clear()
         self._entries = 0
 
     def _evict(self) -> None:
-        while self.size_bytes > self.max_bytes and len(self._buckets) > 1:
-            _, bucket = self._buckets.popitem(last=False)
+        while self.size_bytes > self.max_bytes and len(self.buckets) > 1:
+            _, bucket = self.buckets.popitem(last=False)
             self._entries -= len(bucket)
 
 
@@ -270,42 +271,6 @@ class BucketTable:
         return out
 
     # -- writes ----------------------------------------------------------------------------------
-
-    def entry_puts(self, leaves: list[Leaf], handle: bytes, payload: bytes) -> Iterator[tuple[bytes, bytes]]:
-        for leaf in leaves:
-            yield leaf.key + ENTRY_TAG + handle, payload
-
-    def added(self, leaves: list[Leaf], handle: int, fingerprint: int) -> list[Leaf]:
-        """Mirror entries just written to the store into the cached leaves and the stats.
-
-        Returns the leaves big enough to be considered for a split (rarely any). Runs once per
-        leaf per insert, so the cache and level counters are updated inline (same arithmetic as
-        ``BucketCache.grew`` and ``LevelCounter.resize`` for a +1 step).
-        """
-        cache = self.cache
-        cached = cache.__contains__
-        levels = self.stats.levels[self.kind]
-        masked = fingerprint & self.filter_mask
-        min_split = self.policy.min_split
-        grown = 0
-        big: list[Leaf] = []
-        for leaf in leaves:
-            bucket = leaf.bucket
-            bucket.handles.append(handle)
-            bucket.fps.append(masked)
-            if cached(leaf.key):  # an evicted leaf's object no longer counts
-                grown += 1
-            size = len(bucket.handles)
-            level = len(leaf.path)
-            if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
-                levels[level].entries += 1
-            else:
-                self.stats.resize(self.kind, level, size - 1, size)
-            if size >= min_split:
-                big.append(leaf)
-        if grown:
-            cache.grew_entries(grown)
-        return big
 
     def removed(self, leaves: list[Leaf], handle: int) -> None:
         for leaf in leaves:
