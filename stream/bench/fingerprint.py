@@ -43,22 +43,28 @@ def _fingerprint_text(fpr: Fingerprinter, by_text: dict[str, Document], text: st
     return fpr.fingerprint(by_text[text])
 
 
-def rate(fn: Callable[[str], Any], docs: list[str], min_seconds: float) -> float:
+def rates(fns: dict[str, Callable[[str], Any]], docs: list[str], min_seconds: float) -> dict[str, float]:
     """Documents per CPU-second of this process (= per core: everything measured is single-threaded)
-    of ``fn`` over ``docs``, repeated for at least ``min_seconds`` of CPU time.
+    of each function over ``docs``, in alternating rounds until each had ``min_seconds`` of CPU time.
 
     CPU time, not wall time: on this shared 2-core VM other jobs took 30-60% of the wall clock and
-    the same code measured 733 vs 1,400-1,900 docs/s from one minute to the next.
+    the same code measured 733 vs 1,400-1,900 docs/s from one minute to the next. Alternating rounds:
+    the VM's own speed moved ~2x within minutes (rjieba alone: 75-155 us per document), so a ratio
+    of two measurements taken one after the other measured the VM (jieba tfidf 0.87x in one run,
+    1.29x in the next); side by side both sides see the same minutes.
     """
-    fn(docs[0])
-    done, started = 0, time.process_time()
-    while True:
-        for d in docs:
-            fn(d)
+    for fn in fns.values():
+        fn(docs[0])
+    spent = dict.fromkeys(fns, 0.0)
+    done = 0
+    while min(spent.values()) < min_seconds:
+        for name, fn in fns.items():
+            started = time.process_time()
+            for d in docs:
+                fn(d)
+            spent[name] += time.process_time() - started
         done += len(docs)
-        elapsed = time.process_time() - started
-        if elapsed >= min_seconds:
-            return done / elapsed
+    return {name: done / spent[name] for name in fns}
 
 
 def raw_segmenters() -> dict[str, Callable[[str], Any]]:
@@ -101,17 +107,17 @@ def command(text_path: Path | None, size: int, count: int, seconds: float, weigh
     docs = chinese_docs(text_path, size, count)
     mb = sum(len(d.encode()) for d in docs) / len(docs) / 1e6
     rows: list[dict[str, Any]] = []
+    documents = [Document(id=str(i), text=d) for i, d in enumerate(docs)]
+    by_text = {d.text: d for d in documents}
     for backend, raw in raw_segmenters().items():
-        base = rate(raw, docs, seconds)
-        rows.append({"backend": backend, "variant": "segmenter alone", "docs_s": base, "mb_s": base * mb,
-                     "vs_segmenter": 1.0})
         variants = [(w, FingerprintConfig(segmenter=backend, weighting=w)) for w in weightings.split(",") if w]
         variants.append(("shingles", FingerprintConfig(segmenter=backend, simhash_features="shingles")))
+        fns: dict[str, Callable[[str], Any]] = {"segmenter alone": raw}
         for name, cfg in variants:
-            fpr = Fingerprinter(cfg)
-            documents = [Document(id=str(i), text=d) for i, d in enumerate(docs)]
-            by_text = {d.text: d for d in documents}
-            speed = rate(functools.partial(_fingerprint_text, fpr, by_text), docs, seconds)
+            fns[name] = functools.partial(_fingerprint_text, Fingerprinter(cfg), by_text)
+        speeds = rates(fns, docs, seconds)
+        base = speeds["segmenter alone"]
+        for name, speed in speeds.items():
             rows.append({"backend": backend, "variant": name, "docs_s": speed, "mb_s": speed * mb,
                          "vs_segmenter": speed / base})
             console.print(f"{backend:10} {name:16} {speed:8.0f} docs/s  {speed / base:.2f}x segmenter alone")
