@@ -105,7 +105,9 @@ class Settings:
         return ";".join(f"kafka://{h}" for h in self.bootstrap.split(","))
 
     def confluent(self, **extra: Any) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap, **self.security.confluent(), **extra}
+        # librdkafka logs at level 6 (info) by default, e.g. a "Disconnected" line on stderr when the
+        # embedded broker stops before a client: warnings and errors (level <= 4) are what users need
+        return {"bootstrap.servers": self.bootstrap, "log_level": 4, **self.security.confluent(), **extra}
 
     def topology(self) -> Topology:
         return load_topology(
