@@ -12,12 +12,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.hashing import U64, fmix
+from stream.fingerprint.hashing import GOLDEN, fmix
 from stream.fingerprint.minhash import oph
 
 EXTENSION_ROWS = 4
 _SEED = 0x5EED_BA4D
-_MUL = U64(0x9E3779B97F4A7C15)
 
 
 def lsh_bands(shingles: np.ndarray, bands: int, rows: int) -> list[tuple[int, int]]:
@@ -39,7 +38,7 @@ def _band_keys(mins: np.ndarray, bands: int, rows: int) -> tuple[np.ndarray, np.
     for b in range(bands):
         acc = np.uint64(0)
         for j in range(rows):
-            acc = acc * _MUL + mins[b * rows + j]
+            acc = acc * GOLDEN + mins[b * rows + j]
         values[b] = fmix(acc ^ np.uint64(b))
         for j in range(EXTENSION_ROWS):
             row = mins[bands * rows + b * EXTENSION_ROWS + j] & np.uint64(0xFFFF)

@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.hashing import U64, token_hash, token_hashes
+from stream.fingerprint.hashing import U64, hash_token, token_hashes
 from stream.text.idf import IdfTable
 from stream.text.weights import is_feature, weigh
 
@@ -29,7 +29,7 @@ class _FeatureHashes(dict[str, int]):
     def __missing__(self, token: str) -> int:
         if len(self) >= _MEMO_LIMIT:
             self.clear()
-        value = token_hash(token) if is_feature(token) else 0
+        value = hash_token(token) if is_feature(token) else 0  # this memo is the cache
         self[token] = value
         return value
 

@@ -17,10 +17,12 @@ import mmh3
 import numpy as np
 from numba import njit
 
+from stream.text.segment import code_points
+
 U64 = np.uint64
 _C1 = U64(0xFF51AFD7ED558CCD)
 _C2 = U64(0xC4CEB9FE1A85EC53)
-_MUL = U64(0x9E3779B97F4A7C15)  # golden-ratio multiplier for the shingle polynomial
+GOLDEN = U64(0x9E3779B97F4A7C15)  # golden-ratio multiplier: shingle and band polynomials, densification
 _S33 = U64(33)
 _CODE_SALT = U64(0x1F)
 
@@ -37,22 +39,25 @@ def fmix(x: np.uint64) -> np.uint64:
 
 
 @njit(cache=True)
-def _fmix_array(x: np.ndarray) -> np.ndarray:
+def _fmix_array(x: np.ndarray, add: np.uint64) -> np.ndarray:
     out = np.empty(len(x), dtype=np.uint64)
     for i in range(len(x)):
-        out[i] = fmix(x[i])
+        out[i] = fmix(x[i] + add)
     return out
 
 
 def fmix64(x: np.ndarray) -> np.ndarray:
     """MurmurHash3 fmix64 over a uint64 array."""
-    return _fmix_array(np.ascontiguousarray(x, dtype=U64))
+    return _fmix_array(np.ascontiguousarray(x, dtype=U64), U64(0))
 
 
-@lru_cache(maxsize=1 << 18)
-def token_hash(token: str) -> int:
-    """64-bit mmh3 of a token; cached because a vocabulary repeats across documents."""
+def hash_token(token: str) -> int:
+    """64-bit mmh3 of a token (the first half of MurmurHash3 x64 128 of its UTF-8 bytes)."""
     return mmh3.hash64(token, signed=False)[0]
+
+
+# cached because a vocabulary repeats across documents
+token_hash = lru_cache(maxsize=1 << 18)(hash_token)
 
 
 def token_hashes(tokens: list[str]) -> np.ndarray:
@@ -71,7 +76,7 @@ def _ngrams(unit_hashes: np.ndarray, n: int) -> np.ndarray:
     for i in range(m - n + 1):
         acc = np.uint64(0)
         for j in range(n):
-            acc = acc * _MUL + unit_hashes[i + j]
+            acc = acc * GOLDEN + unit_hashes[i + j]
         out[i] = fmix(acc ^ salt)
     return out
 
@@ -82,21 +87,13 @@ def ngram_hashes(unit_hashes: np.ndarray, n: int) -> np.ndarray:
 
 
 def char_codes(text: str) -> np.ndarray:
-    """Code points of ``text`` as uint64 (UTF-32 view: no per-character Python work)."""
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(U64)
-
-
-@njit(cache=True)
-def _code_units(codes: np.ndarray) -> np.ndarray:
-    out = np.empty(len(codes), dtype=np.uint64)
-    for i in range(len(codes)):
-        out[i] = fmix(codes[i] + _CODE_SALT)
-    return out
+    """Code points of ``text`` as uint64."""
+    return code_points(text).astype(U64)
 
 
 def code_ngram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
     """Character n-gram hashes from code points already at hand (``char_codes``)."""
-    return _ngrams(_code_units(codes), n)
+    return _ngrams(_fmix_array(codes, _CODE_SALT), n)
 
 
 def char_ngram_hashes(text: str, n: int) -> np.ndarray:

@@ -16,11 +16,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.hashing import U64, fmix
+from stream.fingerprint.hashing import GOLDEN, U64, fmix
 
 EMPTY = np.iinfo(np.uint64).max
 _EMPTY = U64(EMPTY)
-_MUL = U64(0x9E3779B97F4A7C15)
 
 
 def oph(hashes: np.ndarray, bins: int, seed: int = 0) -> np.ndarray:
@@ -82,5 +81,5 @@ def densify(values: np.ndarray) -> np.ndarray:
         if values[i] != _EMPTY:
             nxt = i
         else:
-            out[i] = fmix(values[nxt % k] + np.uint64(nxt - i) * _MUL)
+            out[i] = fmix(values[nxt % k] + np.uint64(nxt - i) * GOLDEN)
     return out

@@ -42,7 +42,7 @@ SETTINGS = "jieba-precise;hmm=off;dict=jieba-default;han-runs+regex-words;v1"
 # Han: CJK unified ideographs with extensions A-F, compatibility ideographs
 _HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
 _HAN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN_RANGES)
-# The rule as a regex (the specification; tests/test_segment.py checks split_runs against it):
+# The rule as a regex (the specification; tests/test_text_segment.py checks split_runs against it):
 # group 1: a Han run; group 2: a word of any other script (letters/digits, "_" excluded) with
 # trailing ".digits" groups so "3.11" and "python3.11" stay one token.
 TOKEN_RE = re.compile(rf"([{_HAN}]+)|((?:[^\W_{_HAN}])+(?:\.\d+)*)")
@@ -115,8 +115,14 @@ def _decode(codes: np.ndarray) -> str:
     return codes.tobytes().decode("utf-32-le", "surrogatepass")
 
 
+def code_points(text: str) -> np.ndarray:
+    """Code points of ``text`` as uint32 (a UTF-32 view: no per-character Python work; a lone
+    surrogate passes through as its own value)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
 def _spans(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = code_points(text)
     return (codes, *_token_spans(codes, _char_classes()))
 
 
@@ -127,6 +133,8 @@ def split_runs(text: str) -> tuple[list[str], list[bool]]:
     """
     _, starts, ends, han = _spans(text)
     return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], han.tolist()
+
+
 _LATIN_LETTER = re.compile(r"[a-z]", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)*")
 

@@ -36,6 +36,7 @@ def is_feature(token: str, stop: Collection[str] = STOPWORDS) -> bool:
     # isalnum() first: a C call that settles nearly every token; the regex only sees "3.11" etc.
     return token not in stop and (token.isalnum() or _HAS_WORD_CHAR(token) is not None)
 
+
 # Seed 004's marker words: phrases of summary or contrast that flag a document's key sentences. The
 # seed names 综上所述, 总之, 但是 and describes the rest ("带有总结或转折意味的标志性的词或短语"); the list
 # below is ours, in simplified and traditional spellings. They are exempt from stop word removal.
