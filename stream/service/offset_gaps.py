@@ -114,9 +114,7 @@ async def _rewind_stalled(self: Any, delivered: dict[Any, int], retried: dict[An
         retried[tp] = head
         log.warning("%s[%d]: offsets from %d were delivered but never processed; fetching them again",
                     tp.topic, tp.partition, head)
-        await self._seek(tp, head)
-        self._read_offset[tp] = head - 1 if head > 0 else None
-        delivered[tp] = head - 1
+        await _apply_seek(self, tp, head, delivered, None)
 
 
 def _seek_requests(consumer: Any) -> dict[Any, int]:
@@ -141,17 +139,21 @@ def _awaiting(consumer: Any) -> dict[Any, tuple[int, float]]:
     return consumer.__dict__.setdefault("_dedup_awaiting", {})
 
 
-async def _apply_seek(self: Any, tp: Any, offset: int, delivered: dict[Any, int], sought: set[Any]) -> None:
+async def _apply_seek(self: Any, tp: Any, offset: int, delivered: dict[Any, int], sought: set[Any] | None) -> None:
+    """Every seek of the guard and the ledger. ``sought``: the partitions of the fetch being read,
+    None between fetches (the next fetch reads from the new position)."""
     await self._seek(tp, offset)
     self._read_offset[tp] = offset - 1 if offset > 0 else None  # Faust drops records below it
     delivered[tp] = offset - 1
-    sought.add(tp)  # the rest of this fetch for tp is stale
+    if sought is not None:
+        sought.add(tp)  # the rest of this fetch for tp is stale
     # and so may be records of later fetches (seen: the guard took such a record for a second gap,
     # then for compaction, and Faust dropped the re-fetched records as already read)
     _awaiting(self)[tp] = (offset, time.monotonic() + AWAIT_SECONDS)
 
 
-async def _apply_requests(self: Any, requests: dict[Any, int], delivered: dict[Any, int], sought: set[Any]) -> None:
+async def _apply_requests(self: Any, requests: dict[Any, int], delivered: dict[Any, int],
+                          sought: set[Any] | None) -> None:
     if not requests:
         return
     assigned = self.assignment()
@@ -169,7 +171,7 @@ async def _getmany(self: Any, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
     sought: set[Any] = set()  # partitions sought back during this fetch: the rest of it is stale
     acks_enabled_for = self.app.topics.acks_enabled_for
     await _rewind_stalled(self, delivered, self.__dict__.setdefault("_dedup_stall_retried", {}))
-    await _apply_requests(self, requests, delivered, sought)
+    await _apply_requests(self, requests, delivered, None)
     async for tp, message in _ORIGINAL_GETMANY(self, timeout):
         if requests:  # asked for while this fetch was being read
             await _apply_requests(self, requests, delivered, sought)
