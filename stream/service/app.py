@@ -94,14 +94,17 @@ class DedupApp:
         self._gather_stores: dict[int, FaustTableStore] = {}
         self.probes = ProbeStage(config, s.k, self.topics, self.output,
                                  lambda p: self._store(self.blocks, self._block_stores, p))
-        self.gather = GatherStage(self.topics, self.output,
-                                  lambda p: self._store(self.gather_state, self._gather_stores, p))
+        self.gather = GatherStage(self.topics, self.output, self._gather_store)
         # one ledger per agent; positions live in the gather state table (partition = input partition)
         self.ledgers = {stage: InputLedger(self._load_position) for stage in ("documents", "probe", "gather")}
         self._define_agents()
 
     def _load_position(self, tp: TP) -> int | None:
-        return decode_position(self._store(self.gather_state, self._gather_stores, tp[1]).get(ledger_key(tp[0])))
+        return decode_position(self._gather_store(tp[1]).get(ledger_key(tp[0])))
+
+    def _gather_store(self, partition: int) -> FaustTableStore:
+        """The gather state table's partition: gather states and the input ledgers' positions."""
+        return self._store(self.gather_state, self._gather_stores, partition)
 
     def _store(self, table: Any, cache: dict[int, FaustTableStore], partition: int) -> FaustTableStore:
         db = table.data._db_for_partition(partition)
@@ -140,8 +143,7 @@ class DedupApp:
         for (topic, partition), offset in seeks.items():
             request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
         for (topic, partition), position in ledger.to_write().items():
-            self._store(self.gather_state, self._gather_stores, partition).put(ledger_key(topic),
-                                                                             encode_position(position))
+            self._gather_store(partition).put(ledger_key(topic), encode_position(position))
         handle([e for e, k in zip(events, keep, strict=True) if k])
         await self._flush(mark)
         ledger.delivered()

@@ -100,9 +100,7 @@ class InputLedger:
         if now - seek.since < self._retry_after:
             return False  # records fetched before the seek, still in the stream's buffer
         if seek.attempts < self._max_attempts:
-            seek.attempts += 1
-            seek.since = now
-            seeks[tp] = expected
+            seeks[tp] = self._again(seek, now)
             return False
         self.gaps_accepted += 1
         log.warning("%s[%d]: offsets %d..%d did not arrive after %d seeks; accepting the gap (a compacted "
@@ -115,13 +113,16 @@ class InputLedger:
         """Seeks to repeat now: gaps still open after ``retry_after``. Called on a timer, since a
         partition whose records all arrived (and were left out) before the re-read brings no event
         that would repeat the seek."""
-        now, seeks = self._clock(), {}
-        for tp, seek in self._seeking.items():
-            if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts:
-                seek.attempts += 1
-                seek.since = now
-                seeks[tp] = seek.offset
-        return seeks
+        now = self._clock()
+        return {tp: self._again(seek, now) for tp, seek in self._seeking.items()
+                if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts}
+
+    @staticmethod
+    def _again(seek: _Seek, now: float) -> int:
+        """Count one more seek to ``seek.offset`` (made now); returns the offset."""
+        seek.attempts += 1
+        seek.since = now
+        return seek.offset
 
     def to_write(self) -> dict[TP, int]:
         """Positions to write with the batch about to be handled: those of delivered batches."""
