@@ -200,3 +200,39 @@ def test_filter_survivors_beyond_k_are_dropped_by_the_record() -> None:
     assert (hit.doc_id, hit.distance, hit.via, hit.fingerprint) == ("doc", 7, "band", fp)
     (hit,) = index.query(fp ^ 0b111 << 60)
     assert (hit.distance, hit.via) == (3, "simhash")
+
+
+def test_cache_evicts_least_recently_used_and_keeps_root_slots_in_step() -> None:
+    """Recency is a stamp per bucket (not an ordered dict): a bucket read recently survives an
+    eviction that takes older ones, and the by-block slots of the roots always show exactly the
+    cached root buckets (a stale slot would serve a bucket the cache no longer updates)."""
+    from stream.index.table import Bucket, BucketCache
+
+    cache = BucketCache(max_bytes=10 * BucketCache.BUCKET_BYTES)
+    slots = cache.slots(0, 2)
+    assert slots is not None and len(slots) == 1 << 16
+    assert cache.slots(1, 3) is None  # a 3-byte block would need 2^24 slots
+    keys = [b"\x00" + i.to_bytes(2, "big") for i in range(10)]
+    for key in keys:
+        cache.put(key, Bucket())
+    assert cache.get(keys[0]) is not None  # the oldest, read again: now the newest
+    cache.put(b"\x00\x00\x00x\x00\x01", Bucket())  # a child key: no slot, but it forces an eviction
+    assert len(cache) == 9  # evicted down to EVICT_TO of the bound
+    assert keys[0] in cache and keys[1] not in cache and keys[2] not in cache
+    for i in range(1 << 16):
+        key = b"\x00" + i.to_bytes(2, "big")
+        assert slots[i] is cache.buckets.get(key)
+
+
+def test_queries_stay_exact_while_roots_are_evicted_and_reloaded() -> None:
+    rng = random.Random(5)
+    fps = {f"d{i}": rng.getrandbits(64) for i in range(400)}
+    small = BlockIndex(k=3, cache_bytes=8 * 1024)
+    for doc, fp in fps.items():
+        small.insert(fp, doc)
+        near = fp ^ (1 << rng.randrange(64))  # one bit away: must find doc
+        assert doc in {hit.doc_id for hit in small.query(near)}
+    roots = small.cache.roots[0]
+    assert roots is not None
+    cached_roots = sum(len(key) == 3 and key[0] == 0 for key in small.cache.buckets)
+    assert sum(bucket is not None for bucket in roots) == cached_roots

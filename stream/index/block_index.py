@@ -166,9 +166,18 @@ class BlockIndex:
             (scheme.low + scheme.width, scheme.low, (1 << scheme.low) - 1, scheme.kept_mask, scheme.payload_len)
             for scheme in simhash
         )
+        # The roots by block value (BucketCache.slots), for _roots: None if a block is too wide.
+        slot_lists = [self.cache.slots(t, top_len) for t, (_, _, _, top_len) in enumerate(self._root_spec)]
+        self._root_slots: tuple[tuple[list[Bucket | None], int, int], ...] | None = None
+        if all(slots is not None for slots in slot_lists):
+            self._root_slots = tuple(
+                (slots, low, block_mask)
+                for slots, (_, low, block_mask, _) in zip(slot_lists, self._root_spec, strict=True)
+                if slots is not None
+            )
         self._filter_mask_list = [scheme.filter_mask for scheme in simhash]
         self._filter_masks = np.array(self._filter_mask_list, dtype=np.uint64)
-        self._roots_memo: tuple[int, int, tuple[list[bytes], list[Bucket]] | None] | None = None
+        self._roots_memo: tuple[int, int, list[Bucket] | None] | None = None
         self._limit = 1 << bits
         self._positions = np.empty(1024, dtype=np.int64)  # within()'s output, grown for big buckets
         write_ops = getattr(self._kv, "write_ops", None)
@@ -239,9 +248,8 @@ class BlockIndex:
             band_pairs = tuple((int(v), int(e)) for v, e in bands) if bands else ()
             probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
         else:
-            roots = self._roots(fingerprint)
-            if roots is not None:  # the common query: one compiled call filters the k + 1 roots
-                found = roots[1]
+            found = self._roots(fingerprint)
+            if found is not None:  # the common query: one compiled call filters the k + 1 roots
                 columns = tuple([bucket.fps for bucket in found])
                 out = self._positions
                 query = as_signed(fingerprint)
@@ -337,33 +345,38 @@ class BlockIndex:
         self._memo = (self._version, (fingerprint, bands, used), probe)
         return probe
 
-    def _roots(self, fingerprint: int) -> tuple[list[bytes], list[Bucket]] | None:
-        """Keys and buckets of the k + 1 SimHash roots of ``fingerprint`` if every one is cached and
-        unsplit (the common case, served without Leaf objects or calls into the tables), else None:
-        the general ``_probe`` then descends and loads. Memoized until the next mutation."""
+    def _roots(self, fingerprint: int) -> list[Bucket] | None:
+        """The k + 1 SimHash root buckets of ``fingerprint`` if every one is cached and unsplit (the
+        common case, served without keys, Leaf objects or calls into the tables), else None: the
+        general ``_probe`` then descends and loads. Memoized until the next mutation."""
         memo = self._roots_memo
         if memo is not None and memo[0] == self._version and memo[1] == fingerprint:
             return memo[2]
+        found: list[Bucket] | None = None
+        if self._root_slots is not None:
+            found = [slots[(fingerprint >> low) & mask] for slots, low, mask in self._root_slots]  # type: ignore[misc]
+            for bucket in found:
+                if bucket is None or bucket.split:
+                    found = None
+                    break
+            else:
+                cache = self.cache
+                cache.clock += 1
+                for bucket in found:
+                    bucket.used = cache.clock
+                cache.hits += len(found)
+        self._roots_memo = (self._version, fingerprint, found)
+        return found
+
+    def _root_keys(self, fingerprint: int) -> list[bytes]:
+        """Node keys of the k + 1 SimHash roots (BucketTable.root_key, for the tables at once)."""
         if self._root_slices is not None:  # byte-aligned blocks (64 bits, k = 3): slices are cheaper
             raw = fingerprint.to_bytes(self._fp_len, "big")
-            keys = [prefix + raw[start:stop] for prefix, start, stop in self._root_slices]
-        else:
-            keys = [
-                prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
-                for prefix, low, block_mask, top_len in self._root_spec
-            ]
-        cache = self.cache
-        get = cache.buckets.get
-        found = [get(key) for key in keys]
-        roots: tuple[list[bytes], list[Bucket]] | None = None
-        if all([bucket is not None and not bucket.split for bucket in found]):
-            touch = cache.buckets.move_to_end  # LRU
-            for key in keys:
-                touch(key)
-            cache.hits += len(keys)
-            roots = keys, found  # type: ignore[assignment]
-        self._roots_memo = (self._version, fingerprint, roots)
-        return roots
+            return [prefix + raw[start:stop] for prefix, start, stop in self._root_slices]
+        return [
+            prefix + ((fingerprint >> low) & block_mask).to_bytes(top_len, "big")
+            for prefix, low, block_mask, top_len in self._root_spec
+        ]
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document from every table; False if it was not indexed."""
@@ -481,7 +494,8 @@ class BlockIndex:
         roots = self._roots(fingerprint) if tables is self._simhash_tables else None
         if roots is not None:
             touched = []
-            for key, (above, low, low_mask, kept_mask, size) in zip(roots[0], self._payload_spec, strict=True):
+            keys = self._root_keys(fingerprint)
+            for key, (above, low, low_mask, kept_mask, size) in zip(keys, self._payload_spec, strict=True):
                 rest = ((fingerprint >> above) << low) | (fingerprint & low_mask)  # SimhashBlocks.payload
                 puts.append((key + entry_tail, (rest & kept_mask).to_bytes(size, "big")))
         else:
@@ -511,7 +525,7 @@ class BlockIndex:
         big: list[tuple[BucketTable, Leaf, Source]] = []
         if roots is not None:  # k + 1 cached roots at level 0
             levels = stats.levels["simhash"]
-            for t, (key, bucket, mask) in enumerate(zip(*roots, self._filter_mask_list, strict=True)):
+            for t, (key, bucket, mask) in enumerate(zip(keys, roots, self._filter_mask_list, strict=True)):
                 bucket.handles.append(handle)
                 bucket.fps.append(fingerprint & mask)
                 size = len(bucket.handles)
@@ -521,7 +535,7 @@ class BlockIndex:
                     stats.resize("simhash", 0, size - 1, size)
                 if size >= min_split:
                     big.append((self.tables[t], Leaf(key, bucket, (), None), (fingerprint, 0)))
-            grown = len(roots[0])
+            grown = len(roots)
         for table, leaves, source in touched:
             masked = fingerprint & table.filter_mask
             levels = stats.levels[table.kind]

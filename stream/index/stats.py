@@ -176,7 +176,6 @@ class StatsRecorder:
         rec.refused.update(state["refused"])
         for kind, levels in state["levels"].items():
             rec.levels[kind] = [
-                LevelCounter(buckets=b, entries=e, histogram={int(k): v for k, v in hist})
-                for b, e, hist in levels
+                LevelCounter(buckets=b, entries=e, histogram={int(k): v for k, v in hist}) for b, e, hist in levels
             ]
         return rec

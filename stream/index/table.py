@@ -23,7 +23,6 @@ place. See docs/index.md for the measurements behind this layout.
 from __future__ import annotations
 
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,7 +41,7 @@ def handle_bytes(handle: int) -> bytes:
 class Bucket:
     """A cached node: either split (no entries of its own) or a leaf with its entries' fingerprints."""
 
-    __slots__ = ("fps", "handles", "refused_at", "split")
+    __slots__ = ("fps", "handles", "refused_at", "split", "used")
 
     def __init__(self, split: bool = False) -> None:
         self.split = split
@@ -50,6 +49,7 @@ class Bucket:
         self.handles = array("Q")
         # size at which a split was refused (see SplitPolicy.gain); retried once the size doubles
         self.refused_at = 0
+        self.used = 0  # BucketCache's clock at the last access (recency for eviction)
 
     def __len__(self) -> int:
         return len(self.handles)
@@ -69,21 +69,36 @@ class Bucket:
 
 
 class BucketCache:
-    """LRU of ``Bucket`` by node key, bounded by an estimate of its memory in bytes.
+    """Cache of ``Bucket`` by node key, bounded by an estimate of its memory in bytes; evicts the
+    least recently used buckets first.
 
     Estimate: ~360 bytes of Python objects per bucket (two arrays, the Bucket, the dict slot, the key)
     plus ~18 bytes per entry (two 8-byte array items and their over-allocation); tracemalloc measured
     366 + 17 x entries (docs/index.md). Entry counts are tracked as buckets grow and shrink, so the
     bound holds while cached buckets fill up.
+
+    Recency is a clock stamped on the bucket (``Bucket.used``) rather than an ``OrderedDict`` kept in
+    LRU order: at 1M fingerprints a ``move_to_end`` cost ~0.85 us (a hash probe and four pointer
+    writes in a 262k-entry table, all cache misses), as much as the lookup itself. Eviction sorts by
+    the stamps and drops down to ``EVICT_TO`` of the bound at once, so its cost is amortized.
+
+    ``slots(table, top_len)`` also files a table's top-level buckets in a list indexed by block value
+    (tables whose top block fits in 2 bytes): the index's common query reads its k + 1 roots by list
+    index instead of building keys and hashing them (docs/index.md, "Third round").
     """
 
     BUCKET_BYTES = 360
     ENTRY_BYTES = 18
+    EVICT_TO = 0.9
+    SLOT_BYTES = 2  # top blocks of at most 2 bytes get a slot list (2^16 slots, 512 KiB per table)
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        # public for BlockIndex's hot path, which looks up and touches its k + 1 roots inline
-        self.buckets: OrderedDict[bytes, Bucket] = OrderedDict()
+        self.buckets: dict[bytes, Bucket] = {}
+        # per table id: its top-level buckets by block value (None: table without slots)
+        self.roots: list[list[Bucket | None] | None] = []
+        self._root_len: dict[int, int] = {}  # table id -> length of a top-level key
+        self.clock = 0  # public for BlockIndex's hot path, which stamps its k + 1 roots inline
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -93,6 +108,20 @@ class BucketCache:
 
     def __contains__(self, key: bytes) -> bool:
         return key in self.buckets
+
+    def slots(self, table_id: int, top_len: int) -> list[Bucket | None] | None:
+        """File ``table_id``'s top-level buckets (keys ``table(1) + top(top_len)``) by block value;
+        returns the list (None if the block is too wide for one)."""
+        if top_len > self.SLOT_BYTES:
+            return None
+        while len(self.roots) <= table_id:
+            self.roots.append(None)
+        slots: list[Bucket | None] = [None] * (1 << (8 * top_len))
+        self.roots[table_id] = slots
+        self._root_len[table_id] = 1 + top_len
+        for key, bucket in self.buckets.items():
+            self._file(key, bucket)
+        return slots
 
     def grew_entries(self, count: int) -> None:
         """Cached buckets gained ``count`` entries in all."""
@@ -110,7 +139,8 @@ class BucketCache:
             self.misses += 1
             return None
         self.hits += 1
-        self.buckets.move_to_end(key)
+        self.clock += 1
+        bucket.used = self.clock
         return bucket
 
     def put(self, key: bytes, bucket: Bucket) -> None:
@@ -118,6 +148,9 @@ class BucketCache:
         if old is not None:
             self._entries -= len(old)
         self.buckets[key] = bucket
+        self.clock += 1
+        bucket.used = self.clock
+        self._file(key, bucket)
         self._entries += len(bucket)
         if self.size_bytes > self.max_bytes:
             self._evict()
@@ -132,11 +165,25 @@ class BucketCache:
     def clear(self) -> None:
         self.buckets.clear()
         self._entries = 0
+        for slots in self.roots:
+            if slots is not None:
+                slots[:] = [None] * len(slots)
+
+    def _file(self, key: bytes, bucket: Bucket | None) -> None:
+        """Keep the slot of a top-level key in step with the cache (None: evicted)."""
+        if key and self._root_len.get(key[0]) == len(key):
+            slots = self.roots[key[0]]
+            assert slots is not None
+            slots[int.from_bytes(key[1:], "big")] = bucket
 
     def _evict(self) -> None:
-        while self.size_bytes > self.max_bytes and len(self.buckets) > 1:
-            _, bucket = self.buckets.popitem(last=False)
+        target = self.max_bytes * self.EVICT_TO
+        for key, bucket in sorted(self.buckets.items(), key=lambda item: item[1].used):
+            if self.size_bytes <= target or len(self.buckets) <= 1:
+                break
+            del self.buckets[key]
             self._entries -= len(bucket)
+            self._file(key, None)
 
 
 @dataclass(frozen=True)
@@ -256,9 +303,7 @@ class BucketTable:
         if not bucket.split:  # the common case: one unsplit top-level bucket
             return [Leaf(root, bucket, (), None)]
         out: list[Leaf] = []
-        stack: list[tuple[bytes, Bucket, tuple[int, ...], State]] = [
-            (root, bucket, (), self.scheme.root_state(source))
-        ]
+        stack: list[tuple[bytes, Bucket, tuple[int, ...], State]] = [(root, bucket, (), self.scheme.root_state(source))]
         while stack:
             key, bucket, path, state = stack.pop()
             if not bucket.split:
