@@ -52,6 +52,9 @@ def test_write_batch_applies_puts_and_deletes(make_store: Callable[[], KVStore])
     store.write_batch([(b"k3", b"v3")], deletes=[b"k1"])
     assert store.multi_get([b"k1", b"k2", b"k3"]) == [None, b"v2", b"v3"]
     store.write_batch([], [])  # empty batch is fine
+    # puts, then deletes (the order a changelog replays): a key both put and deleted ends deleted
+    store.write_batch([(b"k2", b"new")], deletes=[b"k2"])
+    assert store.get(b"k2") is None
 
 
 def test_scan_prefix_is_ordered_and_bounded(make_store: Callable[[], KVStore]) -> None:

@@ -97,11 +97,11 @@ class MemoryStore:
             self._keys.remove(key)
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
-        # Deletes first, then puts: a batch never both deletes and writes one key in our use.
-        for key in deletes:
-            self.delete(key)
+        # Puts, then deletes: the order KVStore.write_batch promises (and a changelog replays).
         for key, value in puts:
             self.put(key, value)
+        for key in deletes:
+            self.delete(key)
 
     def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Puts (value) and deletes (None) in the given order."""
@@ -277,7 +277,7 @@ class RocksStore:
         self._family(key).delete(key)
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
-        self.write_ops([*((key, None) for key in deletes), *puts])
+        self.write_ops([*puts, *((key, None) for key in deletes)])  # puts, then deletes (KVStore)
 
     def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Puts (value) and deletes (None) in the given order, in one atomic batch."""
