@@ -6,10 +6,11 @@ from hypothesis import strategies as st
 from numba import njit
 
 from stream.fingerprint.bands import lsh_bands
-from stream.fingerprint.fused import _unique, is_space, shingle_parts
+from stream.fingerprint.fused import _unique, shingle_parts
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SketchSpec, make_sketch
+from stream.text.segment import is_space
 
 # CJK, Latin words, digits, punctuation and every kind of whitespace, so both shingle units,
 # the exact and the b-bit sketch, and the space removal are exercised

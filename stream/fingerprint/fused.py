@@ -5,8 +5,8 @@ the same kernels), fused so a document costs one numba dispatch instead of ~12 a
 arrays cross into Python (docs/text.md, "Speed"). Two things differ in method, not in result:
 - the shingle set is deduplicated with a hash set instead of sorted: the OPH minima, the set size,
   the exact sketch (``np.unique``, sorted) and an integer vote do not depend on the order;
-- whitespace is dropped by ``is_space`` on code points, which is ``str.isspace`` (tested on every
-  code point), what ``str.split`` uses.
+- whitespace is dropped by ``segment.is_space`` on code points: ``str.isspace``, what ``str.split``
+  uses (tested on every code point).
 ``tests/test_fingerprint_fused.py`` compares it with the separate functions on random texts.
 """
 
@@ -22,7 +22,7 @@ from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, token_h
 from stream.fingerprint.minhash import _oph
 from stream.fingerprint.shingles import _WORD, CJK_SHARE, _cjk_share_of_codes
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
-from stream.text.segment import code_points
+from stream.text.segment import code_points, is_space
 
 _NO_WORDS = np.empty(0, dtype=np.uint64)
 _NEED_WORDS = -1  # status: the text is not CJK-dominant; call again with its word hashes
@@ -33,17 +33,6 @@ class ShingleParts(NamedTuple):
     bands: list[tuple[int, int]]
     size: int  # distinct shingles
     simhash: int  # binary SimHash of the shingle set (0 unless asked for, or for an empty set)
-
-
-@njit(cache=True, inline="always")
-def is_space(c: int) -> bool:
-    """``str.isspace`` of one code point (CPython's _PyUnicode_IsWhitespace table)."""
-    if c <= 0x20:
-        return c == 0x20 or 0x09 <= c <= 0x0D or 0x1C <= c <= 0x1F
-    if c < 0x85:
-        return False
-    return (c == 0x85 or c == 0xA0 or c == 0x1680 or 0x2000 <= c <= 0x200A or c == 0x2028 or c == 0x2029
-            or c == 0x202F or c == 0x205F or c == 0x3000)
 
 
 @njit(cache=True)

@@ -111,6 +111,19 @@ def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, han: np.nda
     return out[:n]
 
 
+@njit(cache=True, inline="always")
+def is_space(c: int) -> bool:
+    """``str.isspace`` of one code point (CPython's _PyUnicode_IsWhitespace table)."""
+    if c > 0x3000:  # first: CJK text is nearly all above
+        return False
+    if c <= 0x20:
+        return c == 0x20 or 0x09 <= c <= 0x0D or 0x1C <= c <= 0x1F
+    if c < 0x85:
+        return False
+    return (c == 0x85 or c == 0xA0 or c == 0x1680 or 0x2000 <= c <= 0x200A or c == 0x2028 or c == 0x2029
+            or c == 0x202F or c == 0x205F or c == 0x3000)
+
+
 def _decode(codes: np.ndarray) -> str:
     return codes.tobytes().decode("utf-32-le", "surrogatepass")
 
