@@ -1,4 +1,4 @@
-"""The fused shingle kernel equals the separate functions it replaces in the Fingerprinter."""
+"""The fused kernels equal the separate functions they replace in the Fingerprinter."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from stream.fingerprint.bands import lsh_bands
+from stream.fingerprint.features import _count, _count_vote, count_simhash, word_features
 from stream.fingerprint.fused import _unique, shingle_parts
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
@@ -72,3 +73,22 @@ def test_shingle_parts_on_long_texts_of_both_units() -> None:
         assert parts.simhash == simhash(shingles)
     # without the vote the SimHash is left at 0
     assert shingle_parts(texts[0], SketchSpec()).simhash == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2**63, 2**64 - 1, 0xDEADBEEF, 12345678901234567]) | st.integers(0, 2**64 - 1),
+                max_size=80), st.booleans())
+def test_count_vote_equals_count_then_simhash(values: list[int], binary: bool) -> None:
+    s = np.sort(np.array(values, dtype=np.uint64))
+    keys, counts = _count(s, binary)
+    n, sim = _count_vote(s, binary)
+    assert n == len(keys)
+    assert sim == simhash(keys, counts)
+
+
+def test_count_simhash_equals_word_features() -> None:
+    tokens = ["我们", "学习", "机器", "学习", "的", "，", "python3.11", "学习", "我们", "数据", "模型", "!"] * 3
+    for scheme in ("tf", "binary"):
+        hashes, weights = word_features(tokens, scheme)
+        assert count_simhash(tokens, scheme) == (len(hashes), simhash(hashes, weights))
+    assert count_simhash([], "tf") == (0, 0)

@@ -15,7 +15,7 @@ import mmh3
 import numpy as np
 
 from stream.fingerprint.document import Document
-from stream.fingerprint.features import word_features
+from stream.fingerprint.features import COUNT_WEIGHTINGS, count_simhash, word_features
 from stream.fingerprint.fused import shingle_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
@@ -134,12 +134,18 @@ class Fingerprinter:
         if self.stream_idf is not None:
             # seed 002's IDF over the stream seen so far, this document included (df >= 1)
             self.stream_idf.update(tokens)
-        title_tokens = self.segmenter.cut(title) if title else []
         extra = None
         if doc.fields:
             from stream.text.fields import field_features
 
             extra = field_features(doc.fields, self.segmenter)
+        scheme = self.config.weighting
+        if scheme in COUNT_WEIGHTINGS and not extra:
+            n, sim = count_simhash(tokens, scheme)
+            if n >= self.config.short_text_features:
+                return sim
+        # only seed004 weighs title words
+        title_tokens = self.segmenter.cut(title) if title and scheme == "seed004" else []
         hashes, w = word_features(tokens, self.config.weighting, title_tokens=title_tokens, pos=pos,
                                   idf=self.idf, extra=extra)
         if len(hashes) < self.config.short_text_features:
