@@ -25,6 +25,7 @@ posseg's second segmentation pass, so it costs little more than ``cut``. Non-Han
 
 from __future__ import annotations
 
+import codecs
 import logging
 import re
 import threading
@@ -149,7 +150,10 @@ def is_space(c: int) -> bool:
 
 
 def _decode(codes: np.ndarray) -> str:
-    return codes.tobytes().decode("utf-32-le", "surrogatepass")
+    # the codec function on the array's buffer: bytes.decode goes through a Python-level codec
+    # wrapper, and tobytes() copies (~1 us of ~2.4 per 3 KB)
+    text: str = codecs.utf_32_le_decode(codes.data, "surrogatepass", True)[0]
+    return text
 
 
 def code_points(text: str) -> np.ndarray:
