@@ -84,7 +84,8 @@ def count_simhash(tokens: Sequence[str], scheme: str) -> tuple[int, int]:
     """(number of features, SimHash) of ``word_features(tokens, scheme)`` for a count weighting,
     without the arrays (one compiled call instead of three)."""
     hashes = np.fromiter(map(_FEATURE_HASHES.__getitem__, tokens), dtype=U64, count=len(tokens))
-    n, sim = _count_vote(np.sort(hashes), scheme == "binary")
+    hashes.sort()  # in place: np.sort copies, behind a Python-level wrapper
+    n, sim = _count_vote(hashes, scheme == "binary")
     return n, int(sim)
 
 

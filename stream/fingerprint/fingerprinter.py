@@ -22,6 +22,7 @@ from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.similarity import SHORT_SPEC, SIDE_SPEC
 from stream.fingerprint.sketch import Sketch, SketchSpec, make_sketch
+from stream.text.html import extract, looks_like_html
 from stream.text.normalize import normalize
 
 _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
@@ -108,8 +109,6 @@ class Fingerprinter:
     # -- text ------------------------------------------------------------------------------
     def content_of(self, doc: Document) -> tuple[str, str]:
         """(normalized content, normalized title) after HTML extraction where needed."""
-        from stream.text.html import extract, looks_like_html
-
         text, title = doc.text, doc.title or ""
         if (text and (doc.content_type or "").startswith("text/html")) or (
                 doc.content_type is None and looks_like_html(text)):
