@@ -2,12 +2,14 @@
 
 The same arithmetic as ``shingle_hashes`` -> ``make_sketch`` / ``lsh_bands`` / ``simhash`` (it calls
 the same kernels), fused so a document costs one numba dispatch instead of ~12 and no intermediate
-arrays cross into Python (docs/text.md, "Speed"). Two things differ in method, not in result:
+arrays cross into Python (docs/text.md, "Session 7"). Two things differ in method, not in result:
 - the shingle set is deduplicated with a hash set instead of sorted: the OPH minima, the set size,
   the exact sketch (``np.unique``, sorted) and an integer vote do not depend on the order;
 - whitespace is dropped by ``segment.is_space`` on code points: ``str.isspace``, what ``str.split``
   uses (tested on every code point).
 ``tests/test_fingerprint_fused.py`` compares it with the separate functions on random texts.
+numba's on-disk cache of ``_parts`` does not notice edits to the kernels it calls in other modules:
+after changing one, delete ``stream/**/__pycache__/*.nb[ic]``.
 """
 
 from __future__ import annotations
@@ -91,11 +93,13 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, char_n: int, word_n: int,
     h32 = np.empty(size, dtype=np.uint32)
     for i in range(size):
         h32[i] = shingles[i] >> np.uint64(32)
+    # make_sketch: exact when the 32-bit hashes fit the budget, else b-bit OPH of fmix64(h32)
+    exact, bbit = np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8)
     if size * 4 <= budget:
-        kind, exact, bbit = _KIND_EXACT, np.unique(h32), np.empty(0, dtype=np.uint8)
+        kind, exact = _KIND_EXACT, np.unique(h32)
     else:
-        kind, exact, bbit = _KIND_BBIT, np.empty(0, dtype=np.uint32), _low_bits(_oph(h32, bins, np.uint64(0), True),
-                                                                               bits)
+        kind, bbit = _KIND_BBIT, _low_bits(_oph(h32, bins, np.uint64(0), True), bits)
+    # lsh_bands: seeded OPH of the 64-bit shingle hashes
     if bands == 0 or size == 0:
         values, ext = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64)
     else:
