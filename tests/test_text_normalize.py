@@ -1,6 +1,20 @@
 """One test per normalization rule."""
 
-from stream.text.normalize import collapse_whitespace, normalize
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream.text.normalize import (
+    TABLE_LIMIT,
+    _fast,
+    _tables,
+    collapse_whitespace,
+    normalize,
+    normalize_compiled,
+    normalize_reference,
+)
+from stream.text.segment import _decode, code_points
 
 
 def test_nfkc_folds_compatibility_forms() -> None:
@@ -34,3 +48,33 @@ def test_invisible_format_characters_are_removed() -> None:
 def test_normalize_is_idempotent() -> None:
     text = "  ＨＴＭＬ　页面\u200b，Ｔｅｓｔ  "
     assert normalize(normalize(text)) == normalize(text)
+
+
+# The compiled fast path must equal the rules written out (normalize_reference) on any text.
+_TRICKY = (
+    "天地玄黃，。！？…（）　ＡＢｃ１２ﬁﬀ①㎏ßŉİΣσς\u00a0\u3000\u200b\u00ad\ufeff\u2060 \t\n"
+    "e\u0301\u0301\u0327ñùǒ\u1100\u1161\u11a8가각\u0bbe\u0b92\ufdfa\U0001d400\U0002f800\U00020000"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_TRICKY, max_size=60) | st.text(max_size=60))
+def test_normalize_equals_the_reference(text: str) -> None:
+    assert normalize_compiled(text) == normalize(text) == normalize_reference(text)
+    assert normalize_compiled(text * 5) == normalize(text * 5) == normalize_reference(text * 5)
+
+
+def test_fast_path_is_taken_for_chinese_text() -> None:
+    text = "  ＨＴＭＬ　页面\u200b，Ｔｅｓｔ……  ﬁＳｔｒａßｅ①  "
+    codes = code_points(text)
+    buf, n, m, changed = _fast(codes, *_tables())
+    assert changed
+    assert unicodedata.is_normalized("NFKC", _decode(buf[:n]))  # so normalize returns the kernel's result
+    assert _decode(buf[n : n + m]) == normalize_reference(text) == "html 页面,test...... fistrasse1"
+
+
+def test_characters_above_the_tables_are_their_own_nfkc_and_casefold() -> None:
+    for c in range(TABLE_LIMIT, 0x110000):
+        ch = chr(c)
+        assert ch.casefold() == ch
+        assert not unicodedata.decomposition(ch)

@@ -123,3 +123,13 @@ _EDGE_CHARS = "中文字㐀\uf900\U00020000abZé0٣._-,，。 \tあア\ud800"
 def test_compiled_split_equals_the_regex_rule(text: str) -> None:
     pieces, flags = split_runs(text)
     assert [(p if h else "", "" if h else p) for p, h in zip(pieces, flags, strict=True)] == TOKEN_RE.findall(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="我们在北京大学学习机器人abc XY12.3,。!\n-_é", max_size=80))
+def test_rjieba_token_bag_is_cut_as_a_multiset(text: str) -> None:
+    """token_bag's one compiled split-and-join gives the tokens of cut (the Han runs and other words)."""
+    pytest.importorskip("rjieba")
+    seg = get_segmenter("rjieba")
+    bag = [t for t in seg.token_bag(text) if t != "\n"]
+    assert sorted(bag) == sorted(seg.cut(text))

@@ -14,15 +14,15 @@ from typing import Any
 import mmh3
 import numpy as np
 
-from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.document import Document
-from stream.fingerprint.features import word_features
+from stream.fingerprint.features import COUNT_WEIGHTINGS, count_simhash, word_features
+from stream.fingerprint.fused import shingle_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
-from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.similarity import SHORT_SPEC, SIDE_SPEC
 from stream.fingerprint.sketch import Sketch, SketchSpec, make_sketch
+from stream.text.html import extract, looks_like_html
 from stream.text.normalize import normalize
 
 _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
@@ -109,8 +109,6 @@ class Fingerprinter:
     # -- text ------------------------------------------------------------------------------
     def content_of(self, doc: Document) -> tuple[str, str]:
         """(normalized content, normalized title) after HTML extraction where needed."""
-        from stream.text.html import extract, looks_like_html
-
         text, title = doc.text, doc.title or ""
         if (text and (doc.content_type or "").startswith("text/html")) or (
                 doc.content_type is None and looks_like_html(text)):
@@ -123,9 +121,7 @@ class Fingerprinter:
         title = normalize(title)
         return (content or title), title
 
-    def _simhash(self, content: str, title: str, shingles: np.ndarray, doc: Document) -> int:
-        if self.config.simhash_features == "shingles":
-            return simhash(shingles)
+    def _simhash(self, content: str, title: str, doc: Document) -> int:
         pos = None
         if self.config.pos_tags:
             tagged = self.segmenter.cut_pos(content)
@@ -137,12 +133,18 @@ class Fingerprinter:
         if self.stream_idf is not None:
             # seed 002's IDF over the stream seen so far, this document included (df >= 1)
             self.stream_idf.update(tokens)
-        title_tokens = self.segmenter.cut(title) if title else []
         extra = None
         if doc.fields:
             from stream.text.fields import field_features
 
             extra = field_features(doc.fields, self.segmenter)
+        scheme = self.config.weighting
+        if scheme in COUNT_WEIGHTINGS and not extra:
+            n, sim = count_simhash(tokens, scheme)
+            if n >= self.config.short_text_features:
+                return sim
+        # only seed004 weighs title words
+        title_tokens = self.segmenter.cut(title) if title and scheme == "seed004" else []
         hashes, w = word_features(tokens, self.config.weighting, title_tokens=title_tokens, pos=pos,
                                   idf=self.idf, extra=extra)
         if len(hashes) < self.config.short_text_features:
@@ -163,19 +165,22 @@ class Fingerprinter:
         if not content:
             return Fingerprint(doc.id, 0, bytes(16), make_sketch(np.empty(0, np.uint64), self.spec), [],
                                self.schema, self.spec, side, empty=True)
-        shingles = shingle_hashes(content, self.config.char_n, self.config.word_n)
+        cfg = self.config
+        by_shingles = cfg.simhash_features == "shingles"
+        # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
+        parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, bands=cfg.bands,
+                              rows=cfg.rows, vote=by_shingles)
         short = None
-        compact = content.replace(" ", "")
-        if len(compact) <= self.config.short_text_chars:
+        if cfg.short_text_chars and len(compact := content.replace(" ", "")) <= cfg.short_text_chars:
             # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams
             # (Jaccard ~0.73); with 3-grams it is ~0.85, so short texts are verified on 3-grams too.
             short = make_sketch(np.unique(char_ngram_hashes(compact, 3)), SHORT_SPEC)
         return Fingerprint(
             doc_id=doc.id,
-            simhash=self._simhash(content, title, shingles, doc),
+            simhash=parts.simhash if by_shingles else self._simhash(content, title, doc),
             content_hash=mmh3.hash_bytes(content.encode()),
-            sketch=make_sketch(shingles, self.spec),
-            bands=lsh_bands(shingles, self.config.bands, self.config.rows),
+            sketch=parts.sketch,
+            bands=parts.bands,
             schema=self.schema,
             spec=self.spec,
             side=side,

@@ -11,8 +11,6 @@ of a few microseconds each, which cost more than the arithmetic (docs/text.md, "
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import mmh3
 import numpy as np
 from numba import njit
@@ -56,12 +54,27 @@ def hash_token(token: str) -> int:
     return mmh3.hash64(token, signed=False)[0]
 
 
-# cached because a vocabulary repeats across documents
-token_hash = lru_cache(maxsize=1 << 18)(hash_token)
+_MEMO_LIMIT = 1 << 18  # distinct tokens remembered
+
+
+class _TokenHashes(dict[str, int]):
+    """token -> hash_token(token), cached because a vocabulary repeats across documents. A dict
+    read by map() instead of an lru_cache'd function called from a generator: ~3x less per token
+    (~400 words per 3 KB English/code document)."""
+
+    def __missing__(self, token: str) -> int:
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        value = self[token] = hash_token(token)
+        return value
+
+
+_TOKEN_HASHES = _TokenHashes()
+token_hash = _TOKEN_HASHES.__getitem__
 
 
 def token_hashes(tokens: list[str]) -> np.ndarray:
-    return np.fromiter((token_hash(t) for t in tokens), dtype=U64, count=len(tokens))
+    return np.fromiter(map(_TOKEN_HASHES.__getitem__, tokens), dtype=U64, count=len(tokens))
 
 
 @njit(cache=True)

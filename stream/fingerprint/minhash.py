@@ -76,10 +76,13 @@ def densify(values: np.ndarray) -> np.ndarray:
             break
     if first < 0:
         return out
-    nxt = first + k  # nearest non-empty bin at or right of i, unwrapped
+    # nearest non-empty bin at or right of i, unwrapped, and its value (kept at hand: a "% k" per
+    # empty bin was half the time of a 4096-bin sketch)
+    nxt, donor = first + k, values[first]
     for i in range(k - 1, -1, -1):
-        if values[i] != _EMPTY:
-            nxt = i
+        v = values[i]
+        if v != _EMPTY:
+            nxt, donor = i, v
         else:
-            out[i] = fmix(values[nxt % k] + np.uint64(nxt - i) * GOLDEN)
+            out[i] = fmix(donor + np.uint64(nxt - i) * GOLDEN)
     return out

@@ -1,0 +1,130 @@
+"""Shingle set -> verification sketch + LSH bands (+ shingle SimHash) in one compiled call.
+
+The same arithmetic as ``shingle_hashes`` -> ``make_sketch`` / ``lsh_bands`` / ``simhash`` (it calls
+the same kernels), fused so a document costs one numba dispatch instead of ~12 and no intermediate
+arrays cross into Python (docs/text.md, "Session 7"). Two things differ in method, not in result:
+- the shingle set is deduplicated with a hash set instead of sorted: the OPH minima, the set size,
+  the exact sketch (``np.unique``, sorted) and an integer vote do not depend on the order;
+- whitespace is dropped by ``segment.is_space`` on code points: ``str.isspace``, what ``str.split``
+  uses (tested on every code point).
+``tests/test_fingerprint_fused.py`` compares it with the separate functions on random texts.
+numba's on-disk cache of ``_parts`` does not notice edits to the kernels it calls in other modules:
+after changing one, delete ``stream/**/__pycache__/*.nb[ic]``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys
+from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, token_hashes
+from stream.fingerprint.minhash import _oph
+from stream.fingerprint.shingles import _WORD, CJK_SHARE, _cjk_share_of_codes
+from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
+from stream.text.segment import code_points, is_space
+
+_NO_WORDS = np.empty(0, dtype=np.uint64)
+_NEED_WORDS = -1  # status: the text is not CJK-dominant; call again with its word hashes
+
+
+class ShingleParts(NamedTuple):
+    sketch: Sketch
+    bands: list[tuple[int, int]]
+    size: int  # distinct shingles
+    simhash: int  # binary SimHash of the shingle set (0 unless asked for, or for an empty set)
+
+
+@njit(cache=True)
+def _compact(codes: np.ndarray) -> np.ndarray:
+    out = np.empty(len(codes), dtype=np.uint64)
+    n = 0
+    for c in codes:
+        if not is_space(c):
+            out[n] = c
+            n += 1
+    return out[:n]
+
+
+@njit(cache=True)
+def _unique(hashes: np.ndarray) -> np.ndarray:
+    # open addressing on the hash's low bits (shingle hashes are fmix64 outputs: uniform);
+    # slots hold 1 + the index of the value in ``out``, 0 = free
+    size = 16
+    while size < 2 * len(hashes):
+        size *= 2
+    mask = size - 1
+    umask = np.uint64(mask)  # uint64 & int64 is float64 in numba
+    slots = np.zeros(size, dtype=np.int32)
+    out = np.empty(len(hashes), dtype=np.uint64)
+    n = 0
+    for h in hashes:
+        s = np.int64(h & umask)
+        while True:
+            k = slots[s]
+            if k == 0:
+                out[n] = h
+                n += 1
+                slots[s] = n
+                break
+            if out[k - 1] == h:
+                break
+            s = (s + 1) & mask
+    return out[:n]
+
+
+@njit(cache=True)
+def _parts(codes: np.ndarray, word_hashes: np.ndarray, char_n: int, word_n: int, budget: int, bins: int,
+           bits: int, bands: int, rows: int, band_bins: int, vote: bool
+           ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.uint64]:
+    # -> (status or set size, sketch kind, exact data, b-bit data, band values, extensions, simhash)
+    if len(codes):
+        compact = _compact(codes)
+        if _cjk_share_of_codes(compact) < CJK_SHARE:
+            z = np.empty(0, dtype=np.uint64)
+            return _NEED_WORDS, 0, np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8), z, z, np.uint64(0)
+        hashes = _ngrams(_fmix_array(compact, _CODE_SALT), char_n)
+    else:
+        hashes = _ngrams(word_hashes, word_n)
+    shingles = _unique(hashes)
+    size = len(shingles)
+    h32 = np.empty(size, dtype=np.uint32)
+    for i in range(size):
+        h32[i] = shingles[i] >> np.uint64(32)
+    # make_sketch: exact when the 32-bit hashes fit the budget, else b-bit OPH of fmix64(h32)
+    exact, bbit = np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8)
+    if size * 4 <= budget:
+        kind, exact = _KIND_EXACT, np.unique(h32)
+    else:
+        kind, bbit = _KIND_BBIT, _low_bits(_oph(h32, bins, np.uint64(0), True), bits)
+    # lsh_bands: seeded OPH of the 64-bit shingle hashes
+    if bands == 0 or size == 0:
+        values, ext = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64)
+    else:
+        values, ext = _band_keys(_oph(shingles, band_bins, np.uint64(_SEED), False), bands, rows)
+    sim = np.uint64(0)
+    if vote and size:
+        ones = np.zeros(64, dtype=np.int64)  # integer votes: the same as simhash()'s float sums of +-1
+        for h in shingles:
+            for bit in range(64):
+                ones[bit] += (h >> np.uint64(bit)) & np.uint64(1)
+        for bit in range(64):
+            if 2 * ones[bit] > size:
+                sim |= np.uint64(1) << np.uint64(bit)
+    return size, kind, exact, bbit, values, ext, sim
+
+
+def shingle_parts(text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, bands: int = 16,
+                  rows: int = 5, vote: bool = False) -> ShingleParts:
+    """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``."""
+    band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
+    args = (char_n, word_n, spec.budget, spec.bins, spec.bits, bands, rows, band_bins, vote)
+    out = _parts(code_points(text), _NO_WORDS, *args)
+    if out[0] == _NEED_WORDS:
+        out = _parts(code_points(""), token_hashes(_WORD.findall(text)), *args)
+    size, kind, exact, bbit, values, ext, sim = out
+    sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
+    return ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
+

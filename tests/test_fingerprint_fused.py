@@ -1,0 +1,94 @@
+"""The fused kernels equal the separate functions they replace in the Fingerprinter."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from stream.fingerprint.bands import lsh_bands
+from stream.fingerprint.features import _count, _count_vote, count_simhash, word_features
+from stream.fingerprint.fused import _unique, shingle_parts
+from stream.fingerprint.shingles import shingle_hashes
+from stream.fingerprint.simhash import simhash
+from stream.fingerprint.sketch import SketchSpec, make_sketch
+from stream.text.segment import is_space
+
+# CJK, Latin words, digits, punctuation and every kind of whitespace, so both shingle units,
+# the exact and the b-bit sketch, and the space removal are exercised
+_ALPHABET = "天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏abcxyz019,.!  \t\n\u3000\u00a0\u2028\x1c"
+_SPECS = (SketchSpec(), SketchSpec(64, 2), SketchSpec(16, 8))
+
+
+@njit
+def _spaces(codes: np.ndarray) -> np.ndarray:
+    out = np.empty(len(codes), dtype=np.bool_)
+    for i in range(len(codes)):
+        out[i] = is_space(codes[i])
+    return out
+
+
+def test_is_space_is_str_isspace_on_every_code_point() -> None:
+    codes = np.arange(0x110000, dtype=np.uint32)
+    expected = np.array([chr(c).isspace() for c in range(0x110000)])
+    assert np.array_equal(_spaces(codes), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=300), st.integers(0, 2**64 - 1))
+def test_unique_is_the_set_of_values(small: list[int], big: int) -> None:
+    # small values collide in the hash table's slots; duplicates and 0 must survive as in np.unique
+    values = np.array([*small, big, big], dtype=np.uint64)
+    got = _unique(values)
+    assert len(got) == len(set(values.tolist()))
+    assert np.array_equal(np.sort(got), np.unique(values))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=400), st.sampled_from(_SPECS), st.sampled_from([(16, 5), (3, 2), (0, 5)]))
+def test_shingle_parts_equal_the_separate_functions(text: str, spec: SketchSpec, shape: tuple[int, int]) -> None:
+    bands, rows = shape
+    shingles = shingle_hashes(text)
+    parts = shingle_parts(text, spec, bands=bands, rows=rows, vote=True)
+    sketch = make_sketch(shingles, spec)
+    assert parts.size == len(shingles)
+    assert (parts.sketch.kind, parts.sketch.size) == (sketch.kind, sketch.size)
+    assert parts.sketch.data.dtype == sketch.data.dtype
+    assert np.array_equal(parts.sketch.data, sketch.data)
+    assert parts.sketch.to_bytes(spec) == sketch.to_bytes(spec)
+    assert parts.bands == lsh_bands(shingles, bands, rows)
+    assert parts.simhash == simhash(shingles)
+
+
+def test_shingle_parts_on_long_texts_of_both_units() -> None:
+    rng = np.random.default_rng(7)
+    han = np.array(list("天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏閏餘成歲律呂調陽雲騰致雨露結為霜"))
+    words = np.array(["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "near", "a", "river", "bank"])
+    texts = ["".join(rng.choice(han, 2000)), " ".join(rng.choice(words, 600))]
+    for text in texts:
+        shingles = shingle_hashes(text)
+        assert len(shingles) * 4 > 512  # a b-bit sketch
+        parts = shingle_parts(text, SketchSpec(), vote=True)
+        assert np.array_equal(parts.sketch.data, make_sketch(shingles, SketchSpec()).data)
+        assert parts.bands == lsh_bands(shingles, 16, 5)
+        assert parts.simhash == simhash(shingles)
+    # without the vote the SimHash is left at 0
+    assert shingle_parts(texts[0], SketchSpec()).simhash == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2**63, 2**64 - 1, 0xDEADBEEF, 12345678901234567]) | st.integers(0, 2**64 - 1),
+                max_size=80), st.booleans())
+def test_count_vote_equals_count_then_simhash(values: list[int], binary: bool) -> None:
+    s = np.sort(np.array(values, dtype=np.uint64))
+    keys, counts = _count(s, binary)
+    n, sim = _count_vote(s, binary)
+    assert n == len(keys)
+    assert sim == simhash(keys, counts)
+
+
+def test_count_simhash_equals_word_features() -> None:
+    tokens = ["我们", "学习", "机器", "学习", "的", "，", "python3.11", "学习", "我们", "数据", "模型", "!"] * 3
+    for scheme in ("tf", "binary"):
+        hashes, weights = word_features(tokens, scheme)
+        assert count_simhash(tokens, scheme) == (len(hashes), simhash(hashes, weights))
+    assert count_simhash([], "tf") == (0, 0)
