@@ -96,19 +96,27 @@ def _token_spans(codes: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np
     return starts[:count], ends[:count], han[:count]
 
 
+@njit(cache=True, inline="always")
+def _put_runs(out, n, codes, starts, ends, han, want_han):  # type: ignore[no-untyped-def]
+    # Append the Han runs (or the other words) to out[n:], joined by "\n"; returns (new n, runs).
+    runs = 0
+    for k in range(len(starts)):
+        if han[k] == want_han:
+            if runs:
+                out[n] = 0x0A  # "\n" between runs
+                n += 1
+            runs += 1
+            for i in range(starts[k], ends[k]):
+                out[n] = codes[i]
+                n += 1
+    return n, runs
+
+
 @njit(cache=True)
 def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, han: np.ndarray, want_han: bool) -> np.ndarray:
     # the Han runs (or the other words) joined by "\n": one decode instead of a Python slice each
     out = np.empty(len(codes) + len(starts), dtype=np.uint32)
-    n = 0
-    for k in range(len(starts)):
-        if han[k] == want_han:
-            if n:
-                out[n] = 0x0A  # "\n" between runs
-                n += 1
-            for i in range(starts[k], ends[k]):
-                out[n] = codes[i]
-                n += 1
+    n, _ = _put_runs(out, 0, codes, starts, ends, han, want_han)
     return out[:n]
 
 
@@ -118,21 +126,8 @@ def _bag_runs(codes: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, int, 
     # the other words joined by "\n" in [han_end, end), and how many other words there are
     starts, ends, han = _token_spans(codes, classes)
     out = np.empty(len(codes) + len(starts), dtype=np.uint32)
-    n, han_end, words = 0, 0, 0
-    for want_han in (True, False):
-        if not want_han:
-            han_end = n
-        runs = 0
-        for k in range(len(starts)):
-            if han[k] == want_han:
-                if runs:
-                    out[n] = 0x0A  # "\n" between runs
-                    n += 1
-                runs += 1
-                for i in range(starts[k], ends[k]):
-                    out[n] = codes[i]
-                    n += 1
-        words = runs
+    han_end, _ = _put_runs(out, 0, codes, starts, ends, han, True)
+    n, words = _put_runs(out, han_end, codes, starts, ends, han, False)
     return out, n, han_end, words
 
 
