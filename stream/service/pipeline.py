@@ -23,6 +23,7 @@ from stream.detect.verdict import later_matches
 from stream.errors import DedupError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
+from stream.index.block_index import HANDLE_NS
 from stream.index.store import KVStore
 from stream.service import metrics
 from stream.service.gather import GatherState
@@ -124,6 +125,11 @@ class ProbeStage:
             return cached[1]
         # a new store object means Faust (re)opened the partition: drop the old read cache
         index = BlockIndex(None, k=self.k, bands=self.config.bands, store=store)
+        rebuild = getattr(store, "rebuild_unlogged", None)
+        if rebuild is not None:
+            # The index's doc-id and expiry keys are not in the changelog (they follow from its
+            # records): derive them from what recovery restored, before the first probe reads them.
+            rebuild(HANDLE_NS, index.lookup_keys)
         detector = Detector(index, store, threshold=self.threshold)
         self._detectors[partition] = (store, detector)
         return detector
