@@ -1,7 +1,8 @@
 """The three stages of the worker as plain classes (Kafka I/O through ``Output``; no Faust here).
 
 1. ``DocumentStage``: parse, fingerprint, route: one probe message per target partition per
-   batch, one gather header per document (grouped per gather partition).
+   batch; each document's gather header rides in its first target partition's probe item and
+   returns with that partition's answer (a document without targets sends it to gather itself).
 2. ``ProbeStage``: partition-local ``Detector.probe`` on a BlockIndex over the partition's table.
 3. ``GatherStage``: per-document answers -> verdict (+ revisions of later documents).
 
@@ -92,12 +93,17 @@ class DocumentStage:
             targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
             raw = fp.to_bytes()
             round_id = rec.source.round_id
-            for partition, tables in targets.items():
-                probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables).to_json())
-            headers[doc_partition(doc.id, n)].append({
-                "t": "expect", "doc": doc.id, "round": round_id, "expected": len(targets), "fp": b64(raw),
-                "order": list(order), "source": rec.source.to_json(),
-            })
+            if targets:
+                first = min(targets)
+                header = {"expected": len(targets), "source": rec.source.to_json()}
+                for partition, tables in targets.items():
+                    probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
+                                                       header if partition == first else None).to_json())
+            else:  # nothing to probe: the header alone completes the document
+                headers[doc_partition(doc.id, n)].append({
+                    "t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "fp": b64(raw),
+                    "order": list(order), "source": rec.source.to_json(),
+                })
         for partition, items in probes.items():
             self.output.send(self.topics.probe, str(partition).encode(), dumps(items), partition=partition)
         for partition, entries in headers.items():
@@ -160,10 +166,11 @@ class ProbeStage:
                 matches = detector.probe(fp, item.order, tables=item.tables, fp_bytes=item.fp)
                 metrics.PROBES.inc()
                 metrics.CANDIDATES.inc(detector.candidates - before)
-                answers[doc_partition(item.doc, self.topics.partitions)].append({
-                    "t": "answer", "doc": item.doc, "round": item.round, "part": partition,
-                    "matches": [match_to_wire(m) for m in matches],
-                })
+                answer = {"t": "answer", "doc": item.doc, "round": item.round, "part": partition,
+                          "matches": [match_to_wire(m) for m in matches]}
+                if item.expect is not None:  # the document's header, back with this answer
+                    answer["expect"] = {**item.expect, "fp": b64(item.fp), "order": list(item.order)}
+                answers[doc_partition(item.doc, self.topics.partitions)].append(answer)
         # Index statistics at most every CHECKPOINT_SECONDS per partition (the index also writes them
         # every 512 mutations), not per batch: 2 changelog records per partition per batch, ~1 per
         # document at 100 docs/s. They are statistics only (handles are reserved before use), so a
@@ -197,11 +204,11 @@ class GatherStage:
                 states[doc] = state
             kind = entry["t"]
             if kind == "expect":
-                order = (float(entry["order"][0]), str(entry["order"][1]))
-                if state.expect(entry["round"], int(entry["expected"]), unb64(entry["fp"]), order,
-                                Source.from_json(entry["source"])):
+                if self._expect(state, entry["round"], entry):
                     publish.add(doc)
             elif kind == "answer":
+                if "expect" in entry:
+                    self._expect(state, entry["round"], entry["expect"])
                 matches = [match_from_wire(w) for w in entry["matches"]]
                 if state.answer(entry["round"], int(entry["part"]), matches):
                     publish.add(doc)
@@ -222,6 +229,12 @@ class GatherStage:
             store.put(doc.encode(), dumps(state.to_json()))
         for gp, items in revisions.items():
             self.output.send(self.topics.gather, str(gp).encode(), dumps(items), partition=gp)
+
+    @staticmethod
+    def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
+        order = (float(header["order"][0]), str(header["order"][1]))
+        return state.expect(round_id, int(header["expected"]), unb64(header["fp"]), order,
+                            Source.from_json(header["source"]))
 
     def _publish(self, state: GatherState) -> None:
         assert state.fp is not None and state.order is not None and state.source is not None
