@@ -112,3 +112,30 @@ def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
     assert log.log == []
     for doc_id, fp in docs.items():
         assert doc_id in {hit.doc_id for hit in recovered.query(fp)}
+
+
+def test_a_buffer_drained_per_batch_logs_the_same_records_in_the_same_order(tmp_path: Path) -> None:
+    """The probe stage writes through a BufferedStore drained once per agent batch (write_ops):
+    the changelog must be the one an unbuffered store gives, and RocksDB must end up the same."""
+    from stream.index.store import BufferedStore
+
+    docs = make_set(9, K, 60, "two_blocks")
+    logs, dbs = [], []
+    for buffered in (False, True):
+        out = LogOutput()
+        store = open_store(tmp_path / f"b{buffered}", out)
+        kv: Any = BufferedStore(store, max_ops=1 << 30) if buffered else store
+        index = BlockIndex(None, k=K, store=kv, **FORCED)
+        ids = list(docs)
+        for i, (doc_id, fp) in enumerate(docs.items()):
+            index.insert(fp, doc_id, ts=float(i))
+            if i % 9 == 4:
+                assert index.delete(ids[i - 2])
+            if buffered and i % 7 == 6:
+                kv.drain()
+        if buffered:
+            kv.drain()
+        logs.append(out.log)
+        dbs.append(items(store.db))
+    assert index.stats().splits > 0
+    assert logs[0] == logs[1] and dbs[0] == dbs[1]

@@ -71,6 +71,20 @@ class FaustTableStore:
                 changelog(topic, partition, key, None)
         self.db.write(batch)
 
+    def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Puts (value) and deletes (None) in the given order: one RocksDB batch, the changelog in
+        the same order (what ``BufferedStore`` drains into)."""
+        batch = self._write_batch_cls(raw_mode=True)
+        unlogged, changelog, topic, partition = self.unlogged, self.output.changelog, self.topic, self.partition
+        for key, value in ops:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+            if key[0] not in unlogged:
+                changelog(topic, partition, key, value)
+        self.db.write(batch)
+
     def rebuild_unlogged(self, source: bytes,
                          derive: Callable[[bytes, bytes], Iterable[tuple[bytes, bytes]]]) -> int:
         """Replace every unlogged key by ``derive(key, value)`` of the keys under ``source``; returns
