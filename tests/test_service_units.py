@@ -121,3 +121,23 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
     assert set(verdicts) == {"a", "b"}
     assert [m[0] if isinstance(m, list) else m["id"] for m in verdicts["b"]["matches"]] == ["a"]
+
+
+def test_send_list_splits_large_batches_below_the_limit() -> None:
+    from stream.service.pipeline import send_list
+
+    class Out:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+
+        def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None = None) -> None:
+            self.sent.append(value)
+
+    out = Out()
+    entries = [{"doc": str(i), "fp": "x" * 700} for i in range(1000)]
+    send_list(out, "t", 1, entries, limit=64 << 10)  # type: ignore[arg-type]
+    assert len(out.sent) > 1 and all(len(v) <= 64 << 10 for v in out.sent)
+    assert [e for v in out.sent for e in json.loads(v)] == entries
+    out.sent.clear()
+    send_list(out, "t", 1, [], limit=10)  # type: ignore[arg-type]
+    assert out.sent == []

@@ -43,6 +43,26 @@ from stream.service.messages import (
 from stream.service.output import Output
 from stream.service.routing import doc_partition, tables_by_partition
 
+# Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
+# of 64 messages can answer hundreds of documents, each header carrying a ~0.7 KB fingerprint.
+MAX_MESSAGE_BYTES = 256 << 10
+
+
+def send_list(output: Output, topic: str, partition: int, entries: Sequence[dict[str, Any]],
+              limit: int = MAX_MESSAGE_BYTES) -> None:
+    """``entries`` to ``partition`` as JSON lists, in as few messages of at most ~``limit`` bytes as
+    they fit in (a single larger entry goes alone)."""
+    key = str(partition).encode()
+    parts = [dumps(e) for e in entries]
+    start, size = 0, 2
+    for i, part in enumerate(parts):
+        if i > start and size + len(part) > limit:
+            output.send(topic, key, b"[" + b",".join(parts[start:i]) + b"]", partition=partition)
+            start, size = i, 2
+        size += len(part) + 1
+    if parts:
+        output.send(topic, key, b"[" + b",".join(parts[start:]) + b"]", partition=partition)
+
 
 @dataclass(frozen=True)
 class Record:
@@ -105,9 +125,9 @@ class DocumentStage:
                     "order": list(order), "source": rec.source.to_json(),
                 })
         for partition, items in probes.items():
-            self.output.send(self.topics.probe, str(partition).encode(), dumps(items), partition=partition)
+            send_list(self.output, self.topics.probe, partition, items)
         for partition, entries in headers.items():
-            self.output.send(self.topics.gather, str(partition).encode(), dumps(entries), partition=partition)
+            send_list(self.output, self.topics.gather, partition, entries)
 
 
 CHECKPOINT_SECONDS = 5.0
@@ -193,7 +213,7 @@ class ProbeStage:
         for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
             buffered.drain()
         for gp, entries in answers.items():
-            self.output.send(self.topics.gather, str(gp).encode(), dumps(entries), partition=gp)
+            send_list(self.output, self.topics.gather, gp, entries)
 
 
 class GatherStage:
@@ -240,7 +260,7 @@ class GatherStage:
         for doc, state in states.items():
             store.put(doc.encode(), dumps(state.to_json()))
         for gp, items in revisions.items():
-            self.output.send(self.topics.gather, str(gp).encode(), dumps(items), partition=gp)
+            send_list(self.output, self.topics.gather, gp, items)
 
     @staticmethod
     def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
