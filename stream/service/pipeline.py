@@ -50,18 +50,17 @@ MAX_MESSAGE_BYTES = 256 << 10
 
 def send_list(output: Output, topic: str, partition: int, entries: Sequence[dict[str, Any]],
               limit: int = MAX_MESSAGE_BYTES) -> None:
-    """``entries`` to ``partition`` as JSON lists, in as few messages of at most ~``limit`` bytes as
-    they fit in (a single larger entry goes alone)."""
-    key = str(partition).encode()
-    parts = [dumps(e) for e in entries]
-    start, size = 0, 2
-    for i, part in enumerate(parts):
-        if i > start and size + len(part) > limit:
-            output.send(topic, key, b"[" + b",".join(parts[start:i]) + b"]", partition=partition)
-            start, size = i, 2
-        size += len(part) + 1
-    if parts:
-        output.send(topic, key, b"[" + b",".join(parts[start:]) + b"]", partition=partition)
+    """``entries`` to ``partition`` as JSON lists of at most ~``limit`` bytes (halved until they fit;
+    a single larger entry goes alone). One ``dumps`` in the common case that all fit."""
+    if not entries:
+        return
+    value = dumps(entries)
+    if len(value) <= limit or len(entries) == 1:
+        output.send(topic, str(partition).encode(), value, partition=partition)
+        return
+    half = len(entries) // 2
+    send_list(output, topic, partition, entries[:half], limit)
+    send_list(output, topic, partition, entries[half:], limit)
 
 
 @dataclass(frozen=True)
@@ -270,7 +269,7 @@ class GatherStage:
 
     def _publish(self, state: GatherState) -> None:
         assert state.fp is not None and state.order is not None and state.source is not None
-        fp = Fingerprint.from_bytes(state.fp)
+        fp = fingerprint_of(state.fp)  # usually decoded moments ago by this worker's probe stage
         verdict = build_verdict(fp, state.order, state.matches.values())
         now = self.clock()
         body = verdict.to_json()
