@@ -109,3 +109,23 @@ def test_an_open_gap_is_sought_again_on_the_timer_without_new_records() -> None:
     assert ledger.due() == {}  # attempts used up: the next record past the gap is accepted
     assert ledger.admit([(A, 0)]) == ([True], {})  # or the re-read arrives and closes it
     assert ledger.due() == {}
+
+
+def test_positions_are_written_at_most_every_save_every_and_never_ahead_of_delivery() -> None:
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, save_every=1.0, clock=clock)
+    ledger.admit([(A, 0)])
+    ledger.delivered()
+    assert ledger.to_write() == {A: 1}  # the first position goes out at once
+    ledger.delivered()
+    for offset in (1, 2, 3):  # three delivered batches within the second: nothing written
+        clock.now += 0.2
+        ledger.admit([(A, offset)])
+        ledger.delivered()
+        assert ledger.to_write() == {}
+    ledger.admit([(A, 4)])  # handled, not yet delivered when the second is up
+    clock.now = 1.0
+    assert ledger.to_write() == {A: 4}  # the latest delivered position, not batch 4's
+    ledger.delivered()
+    clock.now = 2.0
+    assert ledger.to_write() == {A: 5}

@@ -75,3 +75,69 @@ def test_wire_formats_round_trip() -> None:
     assert ProbeItem.from_json(item.to_json()) == item
     letter = json.loads(dead_letter("bad", "parse", SRC, b"k", b"\xff"))
     assert letter["value_encoding"] == "base64" and letter["key"] == "k" and letter["source"]["offset"] == 42
+
+
+def test_the_gather_header_rides_with_one_probe_answer() -> None:
+    """A document's header goes out in its first target partition's probe item only, comes back
+    with that answer, and the gather stage completes the document from answers alone."""
+    from stream.fingerprint import FingerprintConfig
+    from stream.index import MemoryStore
+    from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
+
+    class Out:
+        def __init__(self) -> None:
+            self.sent: list[tuple[str, int | None, bytes]] = []
+
+        def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None = None,
+                 headers: object = None) -> None:
+            self.sent.append((topic, partition, value))
+
+        def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
+            pass
+
+    out = Out()
+    topics = Topics("probe", "gather", "verdicts", "dlq", 4)
+    config = FingerprintConfig(segmenter="auto")
+    stores = {p: MemoryStore() for p in range(4)}
+    gather_stores = {p: MemoryStore() for p in range(4)}
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
+    DocumentStage(config, 3, topics, out).handle(  # type: ignore[arg-type]
+        [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
+    assert {t for t, _, _ in out.sent} == {"probe"}  # no separate header messages
+    probes = [(p, [ProbeItem.from_json(d) for d in json.loads(v)]) for _, p, v in out.sent]
+    for doc in ("a", "b"):
+        items = [(p, it) for p, its in probes for it in its if it.doc == doc]
+        carriers = [p for p, it in items if it.expect is not None]
+        assert carriers == [min(p for p, _ in items)] and len(items) > 1
+    out.sent.clear()
+    ProbeStage(config, 3, topics, out, stores.__getitem__).handle_batch(probes)  # type: ignore[arg-type]
+    gather = GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
+    answers = list(out.sent)
+    out.sent.clear()
+    for _, p, v in answers:
+        assert p is not None
+        gather.handle(p, json.loads(v))
+    verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
+    assert set(verdicts) == {"a", "b"}
+    assert [m[0] if isinstance(m, list) else m["id"] for m in verdicts["b"]["matches"]] == ["a"]
+
+
+def test_send_list_splits_large_batches_below_the_limit() -> None:
+    from stream.service.pipeline import send_list
+
+    class Out:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+
+        def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None = None) -> None:
+            self.sent.append(value)
+
+    out = Out()
+    entries = [{"doc": str(i), "fp": "x" * 700} for i in range(1000)]
+    send_list(out, "t", 1, entries, limit=64 << 10)  # type: ignore[arg-type]
+    assert len(out.sent) > 1 and all(len(v) <= 64 << 10 for v in out.sent)
+    assert [e for v in out.sent for e in json.loads(v)] == entries
+    out.sent.clear()
+    send_list(out, "t", 1, [], limit=10)  # type: ignore[arg-type]
+    assert out.sent == []

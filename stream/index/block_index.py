@@ -419,6 +419,14 @@ class BlockIndex:
         used = self._tables_for(None, band_pairs)
         return [(t, self.tables[t].routing_key(self._source(t, fingerprint, band_pairs))) for t in sorted(used)]
 
+    def lookup_keys(self, handle_key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
+        """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
+        scan of HANDLE_NS returns it). They are a function of the records, so a changelog-backed
+        store may leave them out of its log and rebuild them with this after recovery."""
+        hb = handle_key[1:]
+        _, ts = _HIT_HEAD.unpack_from(value)
+        return [(EXPIRY_NS + ts_key(ts) + hb, b""), (doc_key(self._doc_id_of(value)), hb)]
+
     def flush(self) -> None:
         self._checkpoint()
         self._kv.flush()

@@ -9,8 +9,10 @@ records in offset order, so a record past the position means the ones between we
 agent seeks back to the position and leaves out the records it would otherwise process out of turn.
 
 A position is written into the output of the agent's *next* batch, after the batch it describes was
-delivered: a crash mid-flush never leaves a position ahead of delivered effects. After a crash at
-most one batch per partition is processed again (processing is idempotent).
+delivered: a crash mid-flush never leaves a position ahead of delivered effects. A stored position
+may lag (it only makes the agent read again what it already processed, which is idempotent), so
+with ``save_every`` it is written at most that often per partition, not with every batch: after a
+crash or a hand-over up to ``save_every`` seconds of a partition's input are processed again.
 
 A gap that survives ``max_attempts`` seeks is accepted with a warning: on a compacted topic or past
 the retention limit those records no longer exist. Pure logic; the agent does the seeking and writing.
@@ -19,6 +21,7 @@ the retention limit those records no longer exist. Pure logic; the agent does th
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -53,8 +56,10 @@ class InputLedger:
     """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
 
     def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 save_every: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
+        self._save_every = save_every
+        self._saved_at: dict[TP, float] = {}  # when a position of the partition was last written
         self._retry_after = retry_after
         self._max_attempts = max_attempts
         self._clock = clock
@@ -125,9 +130,16 @@ class InputLedger:
         return seek.offset
 
     def to_write(self) -> dict[TP, int]:
-        """Positions to write with the batch about to be handled: those of delivered batches."""
-        self._writing, self._unsaved = self._unsaved, {}
-        return dict(self._writing)
+        """Positions to write with the batch about to be handled: those of delivered batches, of
+        partitions whose position was last written ``save_every`` or more seconds ago."""
+        now = self._clock()
+        due = {tp: pos for tp, pos in self._unsaved.items()
+               if now - self._saved_at.get(tp, -math.inf) >= self._save_every}
+        for tp in due:
+            del self._unsaved[tp]
+            self._saved_at[tp] = now
+        self._writing = due
+        return dict(due)
 
     def delivered(self) -> None:
         """The batch's output (its records' effects and the positions it wrote) was delivered."""
@@ -138,5 +150,5 @@ class InputLedger:
     def forget(self, tps: Iterable[TP]) -> None:
         """Partitions revoked: another worker may move them on; reload if they come back."""
         for tp in tps:
-            for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing):
+            for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing, self._saved_at):
                 d.pop(tp, None)

@@ -3,8 +3,12 @@
 probe topic   (value = JSON list of ProbeItem dicts, one message per target partition per batch)
 gather topic  (value = JSON list of entries, one message per gather partition per batch), entries:
   {"t": "expect", "doc", "round", "expected", "fp", "order", "source"}   from the document agent
-  {"t": "answer", "doc", "round", "part", "matches"}                     from the probe agent
+  {"t": "answer", "doc", "round", "part", "matches"[, "expect"]}         from the probe agent
   {"t": "revise", "doc", "match"}                                         from the gather agent
+A document with target partitions has no expect entry of its own: its header rides in the probe
+item of its first target partition ("expect": {"expected", "source"}) and comes back, with "fp"
+and "order", in that partition's answer. That saves a gather message per document batch and
+partition and, at low load, a second write of the gather state (header and answers in one batch).
 """
 
 from __future__ import annotations
@@ -61,15 +65,19 @@ class ProbeItem:
     fp: bytes
     order: Order
     tables: list[int]
+    expect: dict[str, Any] | None = None  # the document's gather header, in its first target partition only
 
     def to_json(self) -> dict[str, Any]:
-        return {"doc": self.doc, "round": self.round, "fp": b64(self.fp), "order": list(self.order),
-                "tables": self.tables}
+        d: dict[str, Any] = {"doc": self.doc, "round": self.round, "fp": b64(self.fp),
+                             "order": list(self.order), "tables": self.tables}
+        if self.expect is not None:
+            d["expect"] = self.expect
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeItem:
         return cls(str(d["doc"]), str(d["round"]), unb64(d["fp"]), (float(d["order"][0]), str(d["order"][1])),
-                   [int(t) for t in d["tables"]])
+                   [int(t) for t in d["tables"]], d.get("expect"))
 
 
 def dumps(obj: Any) -> bytes:

@@ -1,7 +1,8 @@
 """The three stages of the worker as plain classes (Kafka I/O through ``Output``; no Faust here).
 
 1. ``DocumentStage``: parse, fingerprint, route: one probe message per target partition per
-   batch, one gather header per document (grouped per gather partition).
+   batch; each document's gather header rides in its first target partition's probe item and
+   returns with that partition's answer (a document without targets sends it to gather itself).
 2. ``ProbeStage``: partition-local ``Detector.probe`` on a BlockIndex over the partition's table.
 3. ``GatherStage``: per-document answers -> verdict (+ revisions of later documents).
 
@@ -12,6 +13,7 @@ agent flushes ``Output`` before acknowledging its batch.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -23,7 +25,8 @@ from stream.detect.verdict import later_matches
 from stream.errors import DedupError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
-from stream.index.store import KVStore
+from stream.index.block_index import HANDLE_NS
+from stream.index.store import BufferedStore, KVStore
 from stream.service import metrics
 from stream.service.gather import GatherState
 from stream.service.messages import (
@@ -39,6 +42,25 @@ from stream.service.messages import (
 )
 from stream.service.output import Output
 from stream.service.routing import doc_partition, tables_by_partition
+
+# Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
+# of 64 messages can answer hundreds of documents, each header carrying a ~0.7 KB fingerprint.
+MAX_MESSAGE_BYTES = 256 << 10
+
+
+def send_list(output: Output, topic: str, partition: int, entries: Sequence[dict[str, Any]],
+              limit: int = MAX_MESSAGE_BYTES) -> None:
+    """``entries`` to ``partition`` as JSON lists of at most ~``limit`` bytes (halved until they fit;
+    a single larger entry goes alone). One ``dumps`` in the common case that all fit."""
+    if not entries:
+        return
+    value = dumps(entries)
+    if len(value) <= limit or len(entries) == 1:
+        output.send(topic, str(partition).encode(), value, partition=partition)
+        return
+    half = len(entries) // 2
+    send_list(output, topic, partition, entries[:half], limit)
+    send_list(output, topic, partition, entries[half:], limit)
 
 
 @dataclass(frozen=True)
@@ -90,17 +112,24 @@ class DocumentStage:
             targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
             raw = fp.to_bytes()
             round_id = rec.source.round_id
-            for partition, tables in targets.items():
-                probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables).to_json())
-            headers[doc_partition(doc.id, n)].append({
-                "t": "expect", "doc": doc.id, "round": round_id, "expected": len(targets), "fp": b64(raw),
-                "order": list(order), "source": rec.source.to_json(),
-            })
+            if targets:
+                first = min(targets)
+                header = {"expected": len(targets), "source": rec.source.to_json()}
+                for partition, tables in targets.items():
+                    probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
+                                                       header if partition == first else None).to_json())
+            else:  # nothing to probe: the header alone completes the document
+                headers[doc_partition(doc.id, n)].append({
+                    "t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "fp": b64(raw),
+                    "order": list(order), "source": rec.source.to_json(),
+                })
         for partition, items in probes.items():
-            self.output.send(self.topics.probe, str(partition).encode(), dumps(items), partition=partition)
+            send_list(self.output, self.topics.probe, partition, items)
         for partition, entries in headers.items():
-            self.output.send(self.topics.gather, str(partition).encode(), dumps(entries), partition=partition)
+            send_list(self.output, self.topics.gather, partition, entries)
 
+
+CHECKPOINT_SECONDS = 5.0
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
 # worker often owns several: decode its fingerprint once, not once per partition.
@@ -115,49 +144,75 @@ class ProbeStage:
         self.config, self.k, self.topics, self.output = config, k, topics, output
         self.store_for = store_for
         self.threshold = threshold
-        self._detectors: dict[int, tuple[KVStore, Detector]] = {}
+        self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
+        self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
 
     def detector(self, partition: int) -> Detector:
+        return self._open(partition)[1]
+
+    def _open(self, partition: int) -> tuple[KVStore, Detector, BufferedStore]:
         store = self.store_for(partition)
         cached = self._detectors.get(partition)
         if cached is not None and cached[0] is store:
-            return cached[1]
+            return cached
         # a new store object means Faust (re)opened the partition: drop the old read cache
-        index = BlockIndex(None, k=self.k, bands=self.config.bands, store=store)
-        detector = Detector(index, store, threshold=self.threshold)
-        self._detectors[partition] = (store, detector)
-        return detector
+        rebuild = getattr(store, "rebuild_unlogged", None)
+        if rebuild is not None:
+            # The index's doc-id and expiry keys are not in the changelog (they follow from its
+            # records): derive them from what recovery restored, before the first probe reads them.
+            rebuild(HANDLE_NS, BlockIndex(None, k=self.k, bands=self.config.bands, store=store).lookup_keys)
+        # Index and records write through one buffer, drained once per agent batch: one RocksDB
+        # write per partition and batch instead of two per document (record, then index keys).
+        buffered = BufferedStore(store, max_ops=1 << 30)
+        index = BlockIndex(None, k=self.k, bands=self.config.bands, store=buffered)
+        opened = self._detectors[partition] = (store, Detector(index, buffered, threshold=self.threshold), buffered)
+        return opened
 
     def forget(self, partitions: set[int]) -> None:
         for p in partitions:
             self._detectors.pop(p, None)
+            self._checkpointed.pop(p, None)
 
     def handle(self, partition: int, items: Sequence[ProbeItem]) -> None:
         self.handle_batch([(partition, items)])
 
     def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> None:
         """All probe messages of one agent batch: answers go out as one message per gather
-        partition, and each touched index is checkpointed once (not once per message: at low
-        load a document's probes arrive as one message per partition, and per-message answers
-        made the gather agent consume ~4 messages per document)."""
+        partition (not one per message: at low load a document's probes arrive as one message per
+        partition, and per-message answers made the gather agent consume ~4 messages per document)."""
         answers: dict[int, list[dict[str, Any]]] = defaultdict(list)
         touched: dict[int, Detector] = {}
+        buffers: list[BufferedStore] = []
         for partition, items in messages:
-            detector = touched.get(partition) or touched.setdefault(partition, self.detector(partition))
+            detector = touched.get(partition)
+            if detector is None:
+                _, detector, buffered = self._open(partition)
+                touched[partition] = detector
+                buffers.append(buffered)
             for item in items:
                 fp = fingerprint_of(item.fp)
                 before = detector.candidates
                 matches = detector.probe(fp, item.order, tables=item.tables, fp_bytes=item.fp)
                 metrics.PROBES.inc()
                 metrics.CANDIDATES.inc(detector.candidates - before)
-                answers[doc_partition(item.doc, self.topics.partitions)].append({
-                    "t": "answer", "doc": item.doc, "round": item.round, "part": partition,
-                    "matches": [match_to_wire(m) for m in matches],
-                })
-        for detector in touched.values():
-            detector.index.flush()
+                answer = {"t": "answer", "doc": item.doc, "round": item.round, "part": partition,
+                          "matches": [match_to_wire(m) for m in matches]}
+                if item.expect is not None:  # the document's header, back with this answer
+                    answer["expect"] = {**item.expect, "fp": b64(item.fp), "order": list(item.order)}
+                answers[doc_partition(item.doc, self.topics.partitions)].append(answer)
+        # Index statistics at most every CHECKPOINT_SECONDS per partition (the index also writes them
+        # every 512 mutations), not per batch: 2 changelog records per partition per batch, ~1 per
+        # document at 100 docs/s. They are statistics only (handles are reserved before use), so a
+        # crash loses a few seconds of counts, never an entry.
+        now = time.monotonic()
+        for partition, detector in touched.items():
+            if now - self._checkpointed.get(partition, -math.inf) >= CHECKPOINT_SECONDS:
+                detector.index.flush()
+                self._checkpointed[partition] = now
+        for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
+            buffered.drain()
         for gp, entries in answers.items():
-            self.output.send(self.topics.gather, str(gp).encode(), dumps(entries), partition=gp)
+            send_list(self.output, self.topics.gather, gp, entries)
 
 
 class GatherStage:
@@ -180,11 +235,11 @@ class GatherStage:
                 states[doc] = state
             kind = entry["t"]
             if kind == "expect":
-                order = (float(entry["order"][0]), str(entry["order"][1]))
-                if state.expect(entry["round"], int(entry["expected"]), unb64(entry["fp"]), order,
-                                Source.from_json(entry["source"])):
+                if self._expect(state, entry["round"], entry):
                     publish.add(doc)
             elif kind == "answer":
+                if "expect" in entry:
+                    self._expect(state, entry["round"], entry["expect"])
                 matches = [match_from_wire(w) for w in entry["matches"]]
                 if state.answer(entry["round"], int(entry["part"]), matches):
                     publish.add(doc)
@@ -204,11 +259,17 @@ class GatherStage:
         for doc, state in states.items():
             store.put(doc.encode(), dumps(state.to_json()))
         for gp, items in revisions.items():
-            self.output.send(self.topics.gather, str(gp).encode(), dumps(items), partition=gp)
+            send_list(self.output, self.topics.gather, gp, items)
+
+    @staticmethod
+    def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
+        order = (float(header["order"][0]), str(header["order"][1]))
+        return state.expect(round_id, int(header["expected"]), unb64(header["fp"]), order,
+                            Source.from_json(header["source"]))
 
     def _publish(self, state: GatherState) -> None:
         assert state.fp is not None and state.order is not None and state.source is not None
-        fp = Fingerprint.from_bytes(state.fp)
+        fp = fingerprint_of(state.fp)  # usually decoded moments ago by this worker's probe stage
         verdict = build_verdict(fp, state.order, state.matches.values())
         now = self.clock()
         body = verdict.to_json()

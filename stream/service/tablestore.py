@@ -3,12 +3,14 @@
 Reads (get, multi-get, prefix scans) go straight to the partition's rocksdict database, which
 Faust opened and restores from the changelog on recovery. Every write goes to that database AND
 to the table's changelog topic (same partition, raw bytes key/value; None deletes), so another
-worker taking the partition over rebuilds exactly this state.
+worker taking the partition over rebuilds exactly this state, except keys in ``unlogged``
+namespaces: those are a function of other keys (the block index's doc-id and expiry keys, derived
+from its records), written to RocksDB only and rebuilt by ``rebuild_unlogged`` after recovery.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from stream.service.output import Output
@@ -24,7 +26,7 @@ def partition_db(table: Any, partition: int) -> Any:
 class FaustTableStore:
     """``stream.index.store.KVStore`` over ``table``'s partition ``partition``."""
 
-    def __init__(self, table: Any, partition: int, output: Output) -> None:
+    def __init__(self, table: Any, partition: int, output: Output, unlogged: bytes = b"") -> None:
         from rocksdict import WriteBatch
 
         self._write_batch_cls = WriteBatch
@@ -33,6 +35,7 @@ class FaustTableStore:
         self.output = output
         self.topic = table.changelog_topic.get_topic_name()
         self.db = partition_db(table, partition)
+        self.unlogged = frozenset(unlogged)  # first bytes of keys kept out of the changelog
 
     def get(self, key: bytes) -> bytes | None:
         value: bytes | None = self.db.get(key)
@@ -46,22 +49,60 @@ class FaustTableStore:
 
     def put(self, key: bytes, value: bytes) -> None:
         self.db.put(key, value)
-        self.output.changelog(self.topic, self.partition, key, value)
+        if key[:1] and key[0] not in self.unlogged:
+            self.output.changelog(self.topic, self.partition, key, value)
 
     def delete(self, key: bytes) -> None:
         self.db.delete(key)
-        self.output.changelog(self.topic, self.partition, key, None)
+        if key[:1] and key[0] not in self.unlogged:
+            self.output.changelog(self.topic, self.partition, key, None)
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
         # The changelog keeps this order (puts as given, then deletes): see KVStore.write_batch.
         batch = self._write_batch_cls(raw_mode=True)
+        unlogged, changelog, topic, partition = self.unlogged, self.output.changelog, self.topic, self.partition
         for key, value in puts:
             batch.put(key, value)
-            self.output.changelog(self.topic, self.partition, key, value)
+            if key[0] not in unlogged:
+                changelog(topic, partition, key, value)
         for key in deletes:
             batch.delete(key)
-            self.output.changelog(self.topic, self.partition, key, None)
+            if key[0] not in unlogged:
+                changelog(topic, partition, key, None)
         self.db.write(batch)
+
+    def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Puts (value) and deletes (None) in the given order: one RocksDB batch, the changelog in
+        the same order (what ``BufferedStore`` drains into)."""
+        batch = self._write_batch_cls(raw_mode=True)
+        unlogged, changelog, topic, partition = self.unlogged, self.output.changelog, self.topic, self.partition
+        for key, value in ops:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+            if key[0] not in unlogged:
+                changelog(topic, partition, key, value)
+        self.db.write(batch)
+
+    def rebuild_unlogged(self, source: bytes,
+                         derive: Callable[[bytes, bytes], Iterable[tuple[bytes, bytes]]]) -> int:
+        """Replace every unlogged key by ``derive(key, value)`` of the keys under ``source``; returns
+        how many it wrote. Run after recovery, before the first read: recovery restored the logged
+        keys only, and unlogged ones left from an earlier assignment may be stale."""
+        batch = self._write_batch_cls(raw_mode=True)
+        for first in sorted(self.unlogged):
+            for key, _ in self.scan_prefix(bytes([first])):
+                batch.delete(key)
+        self.db.write(batch)
+        batch = self._write_batch_cls(raw_mode=True)
+        written = 0
+        for key, value in self.scan_prefix(source):
+            for derived_key, derived_value in derive(key, value):
+                batch.put(derived_key, derived_value)
+                written += 1
+        self.db.write(batch)
+        return written
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         it = self.db.iter()

@@ -1,0 +1,141 @@
+"""FaustTableStore keeps the index's doc-id and expiry keys out of the changelog and rebuilds them.
+
+A real rocksdict database per "partition" (what Faust opens), a list as the changelog: a worker
+that takes a partition over, or restarts after a crash, has exactly the logged keys (a prefix of
+them after a crash) and must rebuild the rest before the first probe.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from rocksdict import Options, Rdict
+
+from stream.index import BlockIndex
+from stream.index.block_index import DOC_NS, EXPIRY_NS, HANDLE_NS
+from stream.service.tablestore import FaustTableStore
+from tests.test_index_lossless import FORCED, brute_force, flip, make_set
+
+K = 3
+
+
+class LogOutput:
+    def __init__(self) -> None:
+        self.log: list[tuple[bytes, bytes | None]] = []
+
+    def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
+        self.log.append((key, value))
+
+
+def open_store(path: Path, output: LogOutput) -> FaustTableStore:
+    db = Rdict(str(path), Options(raw_mode=True))
+    table = SimpleNamespace(data=SimpleNamespace(_db_for_partition=lambda _p: db),
+                            changelog_topic=SimpleNamespace(get_topic_name=lambda: "blocks-changelog"))
+    return FaustTableStore(table, 0, output, DOC_NS + EXPIRY_NS)  # type: ignore[arg-type]
+
+
+def recover(path: Path, log: list[tuple[bytes, bytes | None]]) -> tuple[FaustTableStore, BlockIndex, LogOutput]:
+    """What a worker taking the partition over does: replay the log (Faust), open the index, rebuild."""
+    out = LogOutput()
+    store = open_store(path, out)
+    for key, value in log:
+        if value is None:
+            store.db.delete(key)
+        else:
+            store.db.put(key, value)
+    index = BlockIndex(None, k=K, store=store, **FORCED)  # type: ignore[arg-type]
+    store.rebuild_unlogged(HANDLE_NS, index.lookup_keys)
+    return store, index, out
+
+
+def items(db: Any) -> dict[bytes, bytes]:
+    return dict(db.items())
+
+
+def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tmp_path: Path) -> None:
+    out = LogOutput()
+    store = open_store(tmp_path / "live", out)
+    index = BlockIndex(None, k=K, store=store, **FORCED)  # type: ignore[arg-type]
+    docs = make_set(3, K, 80, "one_block")
+    for i, (doc_id, fp) in enumerate(docs.items()):
+        index.insert(fp, doc_id, ts=float(i % 7))
+    assert index.delete(next(iter(docs)))
+    assert index.stats().splits > 0
+    assert not [key for key, _ in out.log if key[0] in DOC_NS + EXPIRY_NS]
+    recovered, _, _ = recover(tmp_path / "taken-over", out.log)
+    assert items(recovered.db) == items(store.db)
+    # derived keys left from an earlier assignment (here: of the deleted document) are dropped
+    recovered.db.put(DOC_NS + b"gone", b"\x00\x00\x00\x00\x09")
+    recovered.db.put(EXPIRY_NS + bytes(8) + b"\x00\x00\x00\x00\x09", b"")
+    recovered.rebuild_unlogged(HANDLE_NS, BlockIndex(None, k=K, store=recovered, **FORCED).lookup_keys)  # type: ignore[arg-type]
+    assert items(recovered.db) == items(store.db)
+
+
+def test_every_changelog_prefix_plus_redelivery_is_lossless(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    docs = list(make_set(3, K, 40, "one_block").items())
+    cut_at = 30  # the operations around here split buckets (FORCED thresholds)
+    stream = [*docs[:cut_at], (docs[5][0], flip(docs[5][1], 2, rng)), *docs[cut_at:]]
+    for interrupted in (cut_at, cut_at + 1):
+        out = LogOutput()
+        index = BlockIndex(None, k=K, store=open_store(tmp_path / f"live{interrupted}", out),  # type: ignore[arg-type]
+                           **FORCED)
+        for doc_id, fp in stream[:interrupted]:
+            index.insert(fp, doc_id)
+        before = len(out.log)
+        index.insert(stream[interrupted][1], stream[interrupted][0])
+        full_log = list(out.log)
+        assert len(full_log) > before
+        for cut in range(before, len(full_log) + 1):
+            _, recovered, _ = recover(tmp_path / f"cut{interrupted}-{cut}", full_log[:cut])
+            for doc_id, fp in stream[interrupted:]:
+                recovered.insert(fp, doc_id)
+            final = dict(stream)
+            for query in list(final.values())[::3] + [flip(fp, K, rng) for fp in list(final.values())[:10]]:
+                got = {hit.doc_id: hit.distance for hit in recovered.query(query)}
+                assert got == brute_force(final, query, K), f"cut {cut - before}/{len(full_log) - before}"
+
+
+def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
+    """The rebuilt doc ids make a redelivered insert a no-op, as before the take-over."""
+    out = LogOutput()
+    index = BlockIndex(None, k=K, store=open_store(tmp_path / "live", out), **FORCED)  # type: ignore[arg-type]
+    docs = make_set(5, K, 30, "uniform")
+    for doc_id, fp in docs.items():
+        index.insert(fp, doc_id)
+    _, recovered, log = recover(tmp_path / "next", out.log)
+    for doc_id, fp in docs.items():
+        recovered.insert(fp, doc_id)
+    assert log.log == []
+    for doc_id, fp in docs.items():
+        assert doc_id in {hit.doc_id for hit in recovered.query(fp)}
+
+
+def test_a_buffer_drained_per_batch_logs_the_same_records_in_the_same_order(tmp_path: Path) -> None:
+    """The probe stage writes through a BufferedStore drained once per agent batch (write_ops):
+    the changelog must be the one an unbuffered store gives, and RocksDB must end up the same."""
+    from stream.index.store import BufferedStore
+
+    docs = make_set(9, K, 60, "two_blocks")
+    logs, dbs = [], []
+    for buffered in (False, True):
+        out = LogOutput()
+        store = open_store(tmp_path / f"b{buffered}", out)
+        kv: Any = BufferedStore(store, max_ops=1 << 30) if buffered else store
+        index = BlockIndex(None, k=K, store=kv, **FORCED)
+        ids = list(docs)
+        for i, (doc_id, fp) in enumerate(docs.items()):
+            index.insert(fp, doc_id, ts=float(i))
+            if i % 9 == 4:
+                assert index.delete(ids[i - 2])
+            if buffered and i % 7 == 6:
+                kv.drain()
+        if buffered:
+            kv.drain()
+        logs.append(out.log)
+        dbs.append(items(store.db))
+    assert index.stats().splits > 0
+    assert logs[0] == logs[1] and dbs[0] == dbs[1]
