@@ -15,7 +15,13 @@ import mmh3
 import numpy as np
 
 from stream.fingerprint.document import Document
-from stream.fingerprint.features import COUNT_WEIGHTINGS, count_simhash, word_features
+from stream.fingerprint.features import (
+    COUNT_WEIGHTINGS,
+    count_simhash,
+    has_idf_path,
+    idf_simhash,
+    word_features,
+)
 from stream.fingerprint.fused import shingle_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
@@ -145,6 +151,10 @@ class Fingerprinter:
                 return sim
         # only seed004 weighs title words
         title_tokens = self.segmenter.cut(title) if title and scheme == "seed004" else []
+        if not extra and has_idf_path(scheme, self.idf, pos):
+            n, sim = idf_simhash(tokens, scheme, self.idf, title_tokens)
+            if n >= self.config.short_text_features:
+                return sim
         hashes, w = word_features(tokens, self.config.weighting, title_tokens=title_tokens, pos=pos,
                                   idf=self.idf, extra=extra)
         if len(hashes) < self.config.short_text_features:
