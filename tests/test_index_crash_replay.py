@@ -10,7 +10,7 @@ operation is redelivered, the rest of the stream follows, and every query must e
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from stream.index import BlockIndex, MemoryStore
 from tests.test_index_lossless import FORCED, brute_force, flip, make_set
@@ -54,29 +54,45 @@ def open_index(store: MemoryStore, write_buffer: int = 0) -> BlockIndex:
     return BlockIndex(None, k=K, store=store, write_buffer=write_buffer, **FORCED)  # type: ignore[arg-type]
 
 
-def test_every_changelog_prefix_plus_redelivery_is_lossless() -> None:
+Log = list[tuple[bytes, bytes | None]]
+
+
+def check_every_prefix_plus_redelivery(
+    open_live: Callable[[str], tuple[BlockIndex, Log]], recover: Callable[[Log, str], BlockIndex]
+) -> None:
+    """Interrupt one insert (a plain one, or the replacement of an indexed id) after every prefix of
+    its changelog records, recover from that prefix, redeliver it and the rest: queries must equal
+    brute force. ``open_live(name)`` gives an index and its (growing) log; ``recover(log, name)``
+    does what a worker taking the state over does. Shared with the service's table store tests."""
     rng = random.Random(7)
     docs = list(make_set(3, K, 40, "one_block").items())
     cut_at = 30  # the operations around here split buckets (FORCED thresholds)
     # a replacement (new fingerprint for an indexed id) is the interrupted operation in one variant
     stream = [*docs[:cut_at], (docs[5][0], flip(docs[5][1], 2, rng)), *docs[cut_at:]]
     for interrupted in (cut_at, cut_at + 1):
-        store = ChangelogStore()
-        index = open_index(store)
+        index, log = open_live(f"live{interrupted}")
         for doc_id, fp in stream[:interrupted]:
             index.insert(fp, doc_id)
-        before = len(store.log)
+        before = len(log)
         index.insert(stream[interrupted][1], stream[interrupted][0])
-        full_log = list(store.log)
+        full_log = list(log)
         assert len(full_log) > before
         for cut in range(before, len(full_log) + 1):
-            recovered = open_index(replay(full_log[:cut]))
+            recovered = recover(full_log[:cut], f"cut{interrupted}-{cut}")
             for doc_id, fp in stream[interrupted:]:  # redelivery of the interrupted insert, then the rest
                 recovered.insert(fp, doc_id)
             final = dict(stream)
             for query in list(final.values())[::3] + [flip(fp, K, rng) for fp in list(final.values())[:10]]:
                 got = {hit.doc_id: hit.distance for hit in recovered.query(query)}
                 assert got == brute_force(final, query, K), f"cut {cut - before}/{len(full_log) - before}"
+
+
+def test_every_changelog_prefix_plus_redelivery_is_lossless() -> None:
+    def open_live(_name: str) -> tuple[BlockIndex, Log]:
+        store = ChangelogStore()
+        return open_index(store), store.log
+
+    check_every_prefix_plus_redelivery(open_live, lambda log, _name: open_index(replay(log)))
 
 
 def test_a_split_cut_short_keeps_every_entry_reachable() -> None:

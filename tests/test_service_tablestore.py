@@ -7,7 +7,6 @@ them after a crash) and must rebuild the rest before the first probe.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +16,8 @@ from rocksdict import Options, Rdict
 from stream.index import BlockIndex
 from stream.index.block_index import DOC_NS, EXPIRY_NS, HANDLE_NS
 from stream.service.tablestore import FaustTableStore
-from tests.test_index_lossless import FORCED, brute_force, flip, make_set
+from tests.test_index_crash_replay import check_every_prefix_plus_redelivery
+from tests.test_index_lossless import FORCED, make_set
 
 K = 3
 
@@ -75,28 +75,11 @@ def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tm
 
 
 def test_every_changelog_prefix_plus_redelivery_is_lossless(tmp_path: Path) -> None:
-    rng = random.Random(7)
-    docs = list(make_set(3, K, 40, "one_block").items())
-    cut_at = 30  # the operations around here split buckets (FORCED thresholds)
-    stream = [*docs[:cut_at], (docs[5][0], flip(docs[5][1], 2, rng)), *docs[cut_at:]]
-    for interrupted in (cut_at, cut_at + 1):
+    def open_live(name: str) -> tuple[BlockIndex, list[tuple[bytes, bytes | None]]]:
         out = LogOutput()
-        index = BlockIndex(None, k=K, store=open_store(tmp_path / f"live{interrupted}", out),  # type: ignore[arg-type]
-                           **FORCED)
-        for doc_id, fp in stream[:interrupted]:
-            index.insert(fp, doc_id)
-        before = len(out.log)
-        index.insert(stream[interrupted][1], stream[interrupted][0])
-        full_log = list(out.log)
-        assert len(full_log) > before
-        for cut in range(before, len(full_log) + 1):
-            _, recovered, _ = recover(tmp_path / f"cut{interrupted}-{cut}", full_log[:cut])
-            for doc_id, fp in stream[interrupted:]:
-                recovered.insert(fp, doc_id)
-            final = dict(stream)
-            for query in list(final.values())[::3] + [flip(fp, K, rng) for fp in list(final.values())[:10]]:
-                got = {hit.doc_id: hit.distance for hit in recovered.query(query)}
-                assert got == brute_force(final, query, K), f"cut {cut - before}/{len(full_log) - before}"
+        return BlockIndex(None, k=K, store=open_store(tmp_path / name, out), **FORCED), out.log  # type: ignore[arg-type]
+
+    check_every_prefix_plus_redelivery(open_live, lambda log, name: recover(tmp_path / name, log)[1])
 
 
 def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
