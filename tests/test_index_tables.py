@@ -236,3 +236,22 @@ def test_queries_stay_exact_while_roots_are_evicted_and_reloaded() -> None:
     assert roots is not None
     cached_roots = sum(len(key) == 3 and key[0] == 0 for key in small.cache.buckets)
     assert sum(bucket is not None for bucket in roots) == cached_roots
+
+
+def test_bands_conversion_memo_follows_the_caller_objects() -> None:
+    """The index converts a bands tuple once for a query and the insert that follows; a list the
+    caller changes in place between calls is converted again, and records keep the right bands."""
+    idx = BlockIndex(k=3, bands=2)
+    mine = ((111, 5), (222, 6))
+    assert idx.query(0, bands=mine) == []
+    idx.insert(0, "a", bands=mine)
+    idx.insert(MASK, "b", bands=((333, 7), (444, 8)))
+    probe = [(111, 0), (999, 0)]
+    assert [h.doc_id for h in idx.query(0x00FF00FF00FF00FF, bands=probe)] == ["a"]
+    probe[0] = (333, 0)  # same list object, other bands
+    assert [h.doc_id for h in idx.query(0x00FF00FF00FF00FF, bands=probe)] == ["b"]
+    idx.insert(0, "a", bands=mine)  # redelivery: the stored record's bands equal, nothing changes
+    assert len(idx) == 2
+    idx.insert(0, "a", bands=((555, 1), (666, 2)))  # other bands replace the old ones
+    assert idx.query(0x00FF00FF00FF00FF, bands=((111, 0), (999, 0))) == []
+    assert [h.doc_id for h in idx.query(0x00FF00FF00FF00FF, bands=((555, 0), (0, 0)))] == ["a"]

@@ -58,7 +58,8 @@ class Detector:
               insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
         if fp.empty:
             return []
-        hits = {h.doc_id: h for h in self.index.query(fp.simhash, fp.bands, tables=tables)
+        bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
+        hits = {h.doc_id: h for h in self.index.query(fp.simhash, bands, tables=tables)
                 if h.doc_id != fp.doc_id}
         matches = []
         ids = list(hits)
@@ -77,7 +78,7 @@ class Detector:
             # record first: an index entry never points at a missing sketch, even in a changelog
             # prefix replayed after a crash (the index writes its own keys in commit order)
             self.records.put(_record_key(fp.doc_id), encode_record(fp, order, fp_bytes))
-            self.index.insert(fp.simhash, fp.doc_id, order[0], fp.bands, tables=tables)
+            self.index.insert(fp.simhash, fp.doc_id, order[0], bands, tables=tables)
         return matches
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
