@@ -70,7 +70,8 @@ class Fingerprint:
         if magic != b"F1":
             raise ValueError("not a serialized Fingerprint")
         pos = _HEAD.size
-        bands = [struct.unpack_from("<QQ", raw, pos + 16 * i) for i in range(nb)]
+        flat = struct.unpack_from(f"<{2 * nb}Q", raw, pos)  # one call: the service decodes candidates often
+        bands = list(zip(flat[::2], flat[1::2], strict=True))
         pos += 16 * nb
         texts = []
         for _ in range(2):
@@ -86,7 +87,7 @@ class Fingerprint:
         sketch = sketches[0]
         assert sketch is not None
         return cls(doc_id=texts[1], simhash=sim, content_hash=chash, sketch=sketch,
-                   bands=[(int(v), int(e)) for v, e in bands], schema=texts[0], spec=spec,
+                   bands=bands, schema=texts[0], spec=spec,
                    side=sketches[1], empty=bool(flags & 1), short_grams=sketches[2])
 
 
