@@ -127,22 +127,15 @@ def _fast(codes: np.ndarray, nfkc: np.ndarray, fold: np.ndarray, pool: np.ndarra
                 n += 1
                 m, space = _emit(out, m, space, start, pool[i], fold, pool)
             continue
-        # nearly always: one character, whose casefold is one character, written out here
+        # nearly always: one character, whose casefold is one character (_push is inlined)
         changed |= c != c0
         out[n] = c
         n += 1
         f = fold[c] if c < len(fold) else c
         if f >= _POOL or _invisible(c):
             m, space = _emit(out, m, space, start, c, fold, pool)
-        elif is_space(f):
-            space = m > start
         else:
-            if space:
-                out[m] = 0x20
-                m += 1
-                space = False
-            out[m] = f
-            m += 1
+            m, space = _push(out, m, space, start, f)
     return out, n, m - n, changed
 
 
