@@ -95,6 +95,12 @@ def doc_key(doc_id: str) -> bytes:
     return DOC_NS + doc_id.encode("utf-8", "surrogatepass")
 
 
+def lookup_puts(hb: bytes, ts: float, id_key: bytes) -> list[tuple[bytes, bytes]]:
+    """The expiry and doc-id keys of the document with handle bytes ``hb``: written by an insert,
+    deleted with the document, rebuilt from the records by ``BlockIndex.lookup_keys``."""
+    return [(EXPIRY_NS + ts_key(ts) + hb, b""), (id_key, hb)]
+
+
 class BlockIndex:
     """Index of (fingerprint, doc id, event time): query returns every entry within Hamming distance k.
 
@@ -199,8 +205,8 @@ class BlockIndex:
         self._dirty = 0
         self._version = 0  # bumped by every mutation; keys the probe memo
         self._memo: tuple[int, object, list[tuple[BucketTable, list[Leaf], Source]]] | None = None
-        # the last bands tuple, its int pairs and (once an insert needs it) their record encoding
-        self._bands_memo: tuple[object, tuple[tuple[int, int], ...], bytes | None] | None = None
+        # the last bands tuple and its int pairs (_band_pairs)
+        self._bands_memo: tuple[object, tuple[tuple[int, int], ...]] | None = None
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -431,7 +437,7 @@ class BlockIndex:
         store may leave them out of its log and rebuild them with this after recovery."""
         hb = handle_key[1:]
         _, ts = _HIT_HEAD.unpack_from(value)
-        return [(EXPIRY_NS + ts_key(ts) + hb, b""), (doc_key(self._doc_id_of(value)), hb)]
+        return lookup_puts(hb, ts, doc_key(self._doc_id_of(value)))
 
     def flush(self) -> None:
         self._checkpoint()
@@ -520,8 +526,7 @@ class BlockIndex:
                     puts.append((leaf.key + entry_tail, payload))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
-            puts.append((EXPIRY_NS + ts_key(record.ts) + hb, b""))
-            puts.append((id_key, hb))
+            puts += lookup_puts(hb, record.ts, id_key)
             self._stats.documents += 1
         self._write_puts(puts)
         self._version += 1  # _mutated, inline
@@ -584,8 +589,7 @@ class BlockIndex:
                 leaves = table.leaves(self._source(t, record.fingerprint, record.bands))
                 deletes.extend(leaf.key + ENTRY_TAG + raw_handle for leaf in leaves)
                 touched.append((table, leaves))
-            deletes.append(EXPIRY_NS + ts_key(record.ts) + raw_handle)
-            deletes.append(doc_key(record.doc_id))
+            deletes += [key for key, _ in lookup_puts(raw_handle, record.ts, doc_key(record.doc_id))]
         deletes.append(HANDLE_NS + raw_handle)
         self._kv.write_batch((), deletes)
         for table, leaves in touched:
@@ -610,25 +614,15 @@ class BlockIndex:
 
     def _band_pairs(self, bands: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
         """``bands`` as a tuple of int pairs. Memoized for the last tuple seen: the detector passes one
-        tuple to the query and then the insert of a document (16 bands: ~20 us a conversion in the
-        probe stage's profile). Only for a tuple, which cannot change between the two calls."""
+        tuple to the query and then the insert of a document (16 bands: 3.1 us a conversion). Only
+        for a tuple, which cannot change between the two calls."""
         memo = self._bands_memo
         if memo is not None and memo[0] is bands:
             return memo[1]
         pairs = tuple((int(v), int(e)) for v, e in bands)
         if type(bands) is tuple:
-            self._bands_memo = (bands, pairs, None)
+            self._bands_memo = (bands, pairs)
         return pairs
-
-    def _band_bytes(self, pairs: tuple[tuple[int, int], ...]) -> bytes:
-        """The record's encoding of ``pairs`` (value, extension as big-endian u64 each); memoized
-        with ``_band_pairs``."""
-        memo = self._bands_memo
-        if memo is not None and memo[1] is pairs:
-            if memo[2] is None:
-                memo = self._bands_memo = (memo[0], pairs, _pack_bands(pairs))
-            return memo[2]  # type: ignore[return-value]
-        return _pack_bands(pairs)
 
     def _encode_record(self, record: _Record) -> bytes:
         mask = self._masks.get(record.tables)
@@ -638,7 +632,7 @@ class BlockIndex:
         doc_id = record.doc_id.encode("utf-8", "surrogatepass")
         if not record.bands:
             return head + mask + doc_id
-        return head + mask + self._band_bytes(record.bands) + doc_id
+        return head + mask + _pack_bands(record.bands) + doc_id
 
     def _decode_record(self, value: bytes) -> _Record:
         fingerprint, ts, nbands = _RECORD_HEAD.unpack_from(value)
