@@ -202,8 +202,9 @@ class RocksStore:
         else:
             self._ranges.append((self.HASHED_BELOW, None, self._db))
         # routing by first byte (our ranges are cut at whole first bytes): cheaper than comparisons
-        self._family_by_byte = [self._handle(bytes([b])) for b in range(256)]
-        self._view_by_byte = [self._family(bytes([b])) for b in range(256)]
+        routes = [self._route(bytes([b])) for b in range(256)]
+        self._view_by_byte = [view for view, _ in routes]  # reads and single writes
+        self._family_by_byte = [family for _, family in routes]  # the write-batch argument
         write_options = WriteOptions()
         # rocksdict exposes this as a property although its stub declares a method.
         write_options.disable_wal = not wal  # type: ignore[method-assign,assignment]
@@ -243,22 +244,20 @@ class RocksStore:
         options.set_memtable_prefix_bloom_ratio(0.02)
         return options
 
-    def _family(self, key: bytes) -> Rdict:
+    def _route(self, key: bytes) -> tuple[Rdict, ColumnFamily | None]:
+        """The family holding ``key``: its view (reads, single writes) and its write-batch argument
+        (None: the default family)."""
         if key < self.HASHED_BELOW:
-            return self._entries
+            return self._entries, self._entry_family
         if self.IDS_FROM <= key < self.IDS_UNTIL:
-            return self._ids
-        return self._db
+            return self._ids, self._id_family
+        return self._db, None
 
-    def _handle(self, key: bytes) -> ColumnFamily | None:
-        """The write-batch column family argument for ``key`` (None: the default family)."""
-        if key < self.HASHED_BELOW:
-            return self._entry_family
-        if self.IDS_FROM <= key < self.IDS_UNTIL:
-            return self._id_family
-        return None
+    def _view(self, key: bytes) -> Rdict:
+        return self._view_by_byte[key[0]] if key else self._entries
 
     def get(self, key: bytes) -> bytes | None:
+        # _view inline: the index gets a doc id per insert
         value: bytes | None = (self._view_by_byte[key[0]] if key else self._entries).get(key)
         return value
 
@@ -271,10 +270,10 @@ class RocksStore:
         return [self.get(key) for key in keys]
 
     def put(self, key: bytes, value: bytes) -> None:
-        self._family(key).put(key, value)
+        self._view(key).put(key, value)
 
     def delete(self, key: bytes) -> None:
-        self._family(key).delete(key)
+        self._view(key).delete(key)
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
         self.write_ops([*puts, *((key, None) for key in deletes)])  # puts, then deletes (KVStore)
