@@ -59,17 +59,7 @@ class FaustTableStore:
 
     def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
         # The changelog keeps this order (puts as given, then deletes): see KVStore.write_batch.
-        batch = self._write_batch_cls(raw_mode=True)
-        unlogged, changelog, topic, partition = self.unlogged, self.output.changelog, self.topic, self.partition
-        for key, value in puts:
-            batch.put(key, value)
-            if key[0] not in unlogged:
-                changelog(topic, partition, key, value)
-        for key in deletes:
-            batch.delete(key)
-            if key[0] not in unlogged:
-                changelog(topic, partition, key, None)
-        self.db.write(batch)
+        self.write_ops([*puts, *((key, None) for key in deletes)])
 
     def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Puts (value) and deletes (None) in the given order: one RocksDB batch, the changelog in
