@@ -48,7 +48,7 @@ def test_idf_path_many_distinct_tokens_grows_and_resets_its_rows(monkeypatch: py
     tokens = words + words[:500] + ["的", "但是", "，"]
     for scheme in IDF_WEIGHTINGS:
         _assert_same(tokens, scheme, words[:3])
-    monkeypatch.setattr(features_module, "_MEMO_LIMIT", 50)  # every call now starts from empty rows
+    monkeypatch.setattr(features_module, "MEMO_LIMIT", 50)  # every call now starts from empty rows
     for scheme in IDF_WEIGHTINGS:
         _assert_same(tokens[:40] * 2, scheme, words[:3])
         _assert_same(["地震", "部门", "地震"], scheme, [])

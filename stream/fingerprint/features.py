@@ -25,7 +25,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.hashing import U64, hash_token, token_hashes
+from stream.fingerprint.hashing import MEMO_LIMIT, U64, TokenMemo, hash_token, token_hashes
 from stream.fingerprint.simhash import _vote
 from stream.text.idf import IdfTable, JiebaIdf, jieba_idf
 from stream.text.stopwords import STOPWORDS
@@ -40,21 +40,8 @@ from stream.text.weights import (
 )
 
 COUNT_WEIGHTINGS = ("tf", "binary")
-_MEMO_LIMIT = 1 << 18  # distinct tokens remembered (the jieba dictionary has ~350k words)
-
-
-class _FeatureHashes(dict[str, int]):
-    """token -> mmh3 64-bit hash, or 0 when the token is not a feature (a real hash is 0 with p = 2^-64)."""
-
-    def __missing__(self, token: str) -> int:
-        if len(self) >= _MEMO_LIMIT:
-            self.clear()
-        value = hash_token(token) if is_feature(token) else 0  # this memo is the cache
-        self[token] = value
-        return value
-
-
-_FEATURE_HASHES = _FeatureHashes()
+# token -> mmh3 64-bit hash, or 0 when the token is not a feature (a real hash is 0 with p = 2^-64)
+_FEATURE_HASHES = TokenMemo(lambda token: hash_token(token) if is_feature(token) else 0)
 
 
 @njit(cache=True)
@@ -252,7 +239,7 @@ def _idf_call(kernel, tokens: Sequence[str], scheme: str, table: JiebaIdf,  # ty
               title_tokens: Collection[str]):
     rows = _idf_rows(table, scheme)
     with rows.lock:
-        if len(rows) + len(tokens) + len(title_tokens) > _MEMO_LIMIT:
+        if len(rows) + len(tokens) + len(title_tokens) > MEMO_LIMIT:
             rows.reset()
         get = rows.__getitem__
         ids = np.fromiter(map(get, tokens), dtype=np.int64, count=len(tokens))

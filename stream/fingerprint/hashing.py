@@ -11,6 +11,8 @@ of a few microseconds each, which cost more than the arithmetic (docs/text.md, "
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import mmh3
 import numpy as np
 from numba import njit
@@ -54,22 +56,26 @@ def hash_token(token: str) -> int:
     return mmh3.hash64(token, signed=False)[0]
 
 
-_MEMO_LIMIT = 1 << 18  # distinct tokens remembered
+MEMO_LIMIT = 1 << 18  # distinct tokens a memo remembers (the jieba dictionary has ~350k words)
 
 
-class _TokenHashes(dict[str, int]):
-    """token -> hash_token(token), cached because a vocabulary repeats across documents. A dict
-    read by map() instead of an lru_cache'd function called from a generator: ~3x less per token
-    (~400 words per 3 KB English/code document)."""
+class TokenMemo(dict[str, int]):
+    """token -> ``compute(token)``, cached because a vocabulary repeats across documents; cleared
+    at ``MEMO_LIMIT`` entries. A dict read by map() instead of an lru_cache'd function called from a
+    generator: ~3x less per token (~400 words per 3 KB English/code document)."""
+
+    def __init__(self, compute: Callable[[str], int]) -> None:
+        super().__init__()
+        self.compute = compute
 
     def __missing__(self, token: str) -> int:
-        if len(self) >= _MEMO_LIMIT:
+        if len(self) >= MEMO_LIMIT:
             self.clear()
-        value = self[token] = hash_token(token)
+        value = self[token] = self.compute(token)
         return value
 
 
-_TOKEN_HASHES = _TokenHashes()
+_TOKEN_HASHES = TokenMemo(hash_token)
 token_hash = _TOKEN_HASHES.__getitem__
 
 
