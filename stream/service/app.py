@@ -105,6 +105,11 @@ class DedupApp:
                         for stage in ("documents", "probe", "gather")}
         self._define_agents()
 
+    def _request_seeks(self, seeks: dict[TP, int]) -> None:
+        """Ask the fetch loop to read these input partitions again from the given offsets."""
+        for (topic, partition), offset in seeks.items():
+            request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
+
     def _load_position(self, tp: TP) -> int | None:
         return decode_position(self._gather_store(tp[1]).get(ledger_key(tp[0])))
 
@@ -147,8 +152,7 @@ class DedupApp:
         t0, mark = time.perf_counter(), self.output.mark()
         ledger = self.ledgers[stage]
         keep, seeks = ledger.admit([((e.message.topic, e.message.partition), e.message.offset) for e in events])
-        for (topic, partition), offset in seeks.items():
-            request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
+        self._request_seeks(seeks)
         for (topic, partition), position in ledger.to_write().items():
             self._gather_store(partition).put(ledger_key(topic), encode_position(position))
         handle([e for e, k in zip(events, keep, strict=True) if k])
@@ -194,8 +198,7 @@ class DedupApp:
         @self.app.timer(interval=2.0)
         async def repeat_ledger_seeks() -> None:
             for ledger in self.ledgers.values():
-                for (topic, partition), offset in ledger.due().items():
-                    request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
+                self._request_seeks(ledger.due())
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
