@@ -38,7 +38,7 @@ ZIPF_EXPONENT = 1.0
 class Row:
     distribution: str
     n: int
-    variant: str  # "split" | "nosplit" | "peer"
+    variant: str  # "split" | "batch" (split, batch calls) | "nosplit" | "peer"
     insert_us: float  # per document, over the whole build
     build_query_us: float  # per document, queries during the build (index of size 0..N)
     query_us: float  # per query, after the build (index of size N)
@@ -91,35 +91,56 @@ def scratch_dir(root: Path) -> Iterator[Path]:
 
 
 def run_ours(
-    distribution: str, fps: list[int], queries: list[int], variant: str, tmp_root: Path, min_split: int | None
+    distribution: str, fps: list[int], queries: list[int], variant: str, tmp_root: Path, min_split: int | None,
+    batch: int = 256,
 ) -> tuple[Row, list[set[str]]]:
     n = len(fps)
-    kwargs: dict[str, object] = {"resplit": variant == "split"}
+    kwargs: dict[str, object] = {"resplit": variant != "nosplit"}
     if min_split is not None:
         kwargs["min_split"] = min_split
     with scratch_dir(tmp_root) as path:
         index = BlockIndex(str(path / "db"), k=K, **kwargs)  # type: ignore[arg-type]
         ids = [f"doc-{i}" for i in range(n)]
+        times = [float(i) for i in range(n)]
         tail_from = n - max(1, n // 10)
         t_query = t_insert = t_tail = 0.0
+        tail_docs = 0
         clock = time.perf_counter
         start = clock()
-        for i, fp in enumerate(fps):
-            t0 = clock()
-            index.query(fp)
-            t1 = clock()
-            index.insert(fp, ids[i], ts=float(i))
-            t2 = clock()
-            t_query += t1 - t0
-            t_insert += t2 - t1
-            if i >= tail_from:
-                t_tail += t2 - t0
+        if variant == "batch":
+            # one query_insert_many call per chunk; its query and insert parts are not timed apart:
+            # q+i is taken over the last 10% of the build (the index at 0.9N..N), see the row
+            for i in range(0, n, batch):
+                chunk = slice(i, i + batch)
+                t0 = clock()
+                index.query_insert_many(fps[chunk], ids[chunk], times[chunk])
+                t2 = clock()
+                t_insert += t2 - t0
+                if i >= tail_from:
+                    t_tail += t2 - t0
+                    tail_docs += len(ids[chunk])
+        else:
+            for i, fp in enumerate(fps):
+                t0 = clock()
+                index.query(fp)
+                t1 = clock()
+                index.insert(fp, ids[i], ts=times[i])
+                t2 = clock()
+                t_query += t1 - t0
+                t_insert += t2 - t1
+                if i >= tail_from:
+                    t_tail += t2 - t0
+                    tail_docs += 1
         build_s = clock() - start
         before = index.stats().kinds["simhash"]
         answers: list[set[str]] = []
         t0 = clock()
-        for fp in queries:
-            answers.append({hit.doc_id for hit in index.query(fp)})
+        if variant == "batch":
+            for i in range(0, len(queries), batch):
+                answers += [{hit.doc_id for hit in hits} for hits in index.query_many(queries[i : i + batch])]
+        else:
+            for fp in queries:
+                answers.append({hit.doc_id for hit in index.query(fp)})
         query_s = clock() - t0
         after = index.stats().kinds["simhash"]
         phase_queries = after.queries - before.queries
@@ -135,17 +156,19 @@ def run_ours(
         disk_per_fp = disk() / n if disk is not None else None
         stats = index.stats()
         index.close()
-    insert_us = t_insert / n * 1e6
     query_us = query_s / max(len(queries), 1) * 1e6
+    tail_us = t_tail / max(tail_docs, 1) * 1e6
+    # batch: the build's calls query and insert at once; insert = q+i at N (the tail) - a fresh query
+    insert_us = tail_us - query_us if variant == "batch" else t_insert / n * 1e6
     row = Row(
         distribution=distribution,
         n=n,
         variant=variant,
         insert_us=insert_us,
-        build_query_us=t_query / n * 1e6,
+        build_query_us=float("nan") if variant == "batch" else t_query / n * 1e6,
         query_us=query_us,
         query_plus_insert_us=query_us + insert_us,
-        tail_query_plus_insert_us=t_tail / (n - tail_from) * 1e6,
+        tail_query_plus_insert_us=tail_us,
         candidates_mean=candidates,
         candidates_max=after.candidates_max,
         hits_per_query=sum(map(len, answers)) / max(len(answers), 1),
@@ -257,7 +280,7 @@ def plot(rows: list[Row], sweep: list[dict[str, object]], out: Path) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
     for ax, distribution in zip(axes, ("uniform", "skewed", "zipf"), strict=True):
-        for variant, style in (("split", "o-"), ("nosplit", "s--"), ("peer", "^:")):
+        for variant, style in (("split", "o-"), ("batch", "D-"), ("nosplit", "s--"), ("peer", "^:")):
             pts = sorted((r.n, r.query_plus_insert_us) for r in rows if r.distribution == distribution
                          and r.variant == variant)
             if pts:
@@ -307,10 +330,13 @@ def _ints(text: str) -> list[int]:
 @click.option("--sweep", default="0,0.05,0.1,0.2,0.4", show_default=True, help="Skew fractions ('' to skip).")
 @click.option("--sweep-size", default=100_000, show_default=True)
 @click.option("--min-split", type=int, default=None, help="Override BlockIndex min_split.")
+@click.option("--variants", default="split,batch,nosplit", show_default=True,
+              help="Our variants: split (one call per document), batch (query_many/insert_many), nosplit.")
+@click.option("--batch", default=256, show_default=True, help="Documents per call of the batch variant.")
 @click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path))
 def command(
     sizes: str, queries: int, distributions: str, peer_max: int, peer_seconds: float, peer_min_queries: int,
-    sweep: str, sweep_size: int, min_split: int | None, out: Path,
+    sweep: str, sweep_size: int, min_split: int | None, variants: str, batch: int, out: Path,
 ) -> None:
     """Block index vs no re-splitting vs simhash.SimhashIndex: latency, candidates, disk bytes."""
     out.mkdir(parents=True, exist_ok=True)
@@ -330,8 +356,8 @@ def command(
                 rows.append(peer_row)
                 log(f"{distribution} N={n:,} peer: {peer_row.query_plus_insert_us:.1f} us/doc "
                     f"({peer_row.queries} queries)")
-            for variant in ("split", "nosplit"):
-                row, answers = run_ours(distribution, fps, qs, variant, tmp_root, min_split)
+            for variant in variants.split(","):
+                row, answers = run_ours(distribution, fps, qs, variant, tmp_root, min_split, batch)
                 if peer_answers is not None:
                     row.agrees_with_peer = answers[: len(peer_answers)] == peer_answers
                 rows.append(row)

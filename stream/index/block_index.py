@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import struct
+from array import array as _array
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
 
-from stream.index.kernels import as_signed, within, within_tables
+from stream.index import batch_keys
+from stream.index.kernels import as_signed, pairs_within, within, within_tables
 from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
 from stream.index.stats import IndexStats, StatsRecorder
-from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore
+from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore, put_many
 from stream.index.table import (
     ENTRY_TAG,
     HANDLE_LEN,
@@ -53,6 +58,8 @@ _HIT_HEAD = struct.Struct(">Qd")  # what a hit needs besides the doc id
 _SIGN = 1 << 63
 _PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
 _ALL = (1 << 64) - 1
+_array_append = _array.append
+_BUCKET_FPS, _BUCKET_HANDLES = operator.attrgetter("fps"), operator.attrgetter("handles")
 
 
 class IndexHit(NamedTuple):
@@ -143,11 +150,15 @@ class BlockIndex:
             write_buffer = DEFAULT_WRITE_BUFFER if self._owns_store and path is not None else 0
         self._kv: KVStore = BufferedStore(store, write_buffer) if write_buffer > 0 else store
         self.k, self.bits, self.bands = k, bits, bands
-        self._check_config()
+        fresh = self._check_config()
         self.policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
         raw_stats = self._kv.get(META_NS + b"stats")
         self._stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
         self.cache = BucketCache(cache_bytes)
+        # An empty store of our own: until the cache evicts, every bucket is in it (cache misses on new
+        # blocks skip a scan of ~20 us; a 1M build meets 262k new root buckets). Not for a caller's
+        # store, which may be filled behind the index (the service restores changelogs into it).
+        self.cache.complete = fresh and self._owns_store
         schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
         schemes += [LshBand() for _ in range(bands)]
         self.tables: list[BucketTable] = [
@@ -179,6 +190,7 @@ class BlockIndex:
         # The roots by block value (BucketCache.slots), for _roots: None if a block is too wide.
         slot_lists = [self.cache.slots(t, top_len) for t, (_, _, _, top_len) in enumerate(self._root_spec)]
         self._root_slots: tuple[tuple[list[Bucket | None], int, int], ...] | None = None
+        self._root_leaves = self.cache.leaf_roots  # per table: which roots are cached leaves
         if all(slots is not None for slots in slot_lists):
             self._root_slots = tuple(
                 (slots, low, block_mask)
@@ -262,20 +274,7 @@ class BlockIndex:
         else:
             found = self._roots(fingerprint)
             if found is not None:  # the common query: one compiled call filters the k + 1 roots
-                columns = tuple([bucket.fps for bucket in found])
-                out = self._positions
-                query = as_signed(fingerprint)
-                packed = within_tables(columns, self._filter_masks, query, self.k, out)
-                count = packed & 0xFFFFFFFF
-                if count > len(out):  # more matches than room (duplicates): again, with room
-                    out = self._positions = np.empty(2 * count, dtype=np.int64)
-                    within_tables(columns, self._filter_masks, query, self.k, out)
-                self._stats.candidates["simhash"].add(packed >> 32)
-                if not count:
-                    return []
-                return self._hits(
-                    fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, set()
-                )
+                return self._filter_roots(fingerprint, found)
             probe = self._probe(fingerprint, (), self._simhash_tables)
         # Simhash candidates pass a filter on the bits their entries keep (a lower bound of the
         # distance); the records fetched for the hits' doc ids then give the exact distance.
@@ -312,6 +311,263 @@ class BlockIndex:
         if not near and not band:
             return []
         return self._hits(fingerprint, near, band)
+
+    # -- batches (seed 003: batch processing next to incremental) ----------------------------------
+
+    def query_many(self, fingerprints: Sequence[int]) -> list[list[IndexHit]]:
+        """``query`` of each fingerprint (SimHash tables): the same answers for less work per document."""
+        fps = self._fingerprint_batch(fingerprints)
+        return self._query_batch(fps, np.array(fps, dtype=np.uint64))
+
+    def insert_many(
+        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
+    ) -> None:
+        """``insert`` of each document in order (SimHash tables): the same index for less work per
+        document. New, distinct ids take the batch path (keys built at once, one write); a batch with
+        an id already indexed or repeated is inserted one document at a time."""
+        fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
+        id_keys = [doc_key(doc_id) for doc_id in ids]
+        if self._new_ids(id_keys):
+            self._insert_new(fps, np.array(fps, dtype=np.uint64), id_keys, times)
+        else:
+            for fp, doc_id, t in zip(fps, ids, times, strict=True):
+                self.insert(fp, doc_id, t)
+
+    def query_insert_many(
+        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
+    ) -> list[list[IndexHit]]:
+        """For each document in order, ``query`` and then ``insert`` (the streaming pattern): document
+        i's answer includes the documents before it in the batch. Same answers and index as that loop.
+
+        With new, distinct ids the batch is queried against the index as it was before the batch, the
+        pairs inside the batch are found by one compiled all-pairs pass, and then it is inserted at once.
+        """
+        fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
+        id_keys = [doc_key(doc_id) for doc_id in ids]
+        if not self._new_ids(id_keys):  # a redelivery or replacement changes what later ones see
+            answers = []
+            for fp, doc_id, t in zip(fps, ids, times, strict=True):
+                answers.append(self.query(fp))
+                self.insert(fp, doc_id, t)
+            return answers
+        array = np.array(fps, dtype=np.uint64)
+        roots = self._batch_roots(array) if self._root_slots is not None else None
+        answers = self._query_batch(fps, array, roots)
+        out = self._positions
+        count = pairs_within(array, self.k, out)
+        if count > len(out):
+            out = self._positions = np.empty(2 * count, dtype=np.int64)
+            pairs_within(array, self.k, out)
+        later: set[int] = set()
+        for pair in out[:count].tolist():
+            i, j = pair >> 32, pair & 0xFFFFFFFF
+            answers[i].append(IndexHit(ids[j], (fps[i] ^ fps[j]).bit_count(), times[j], fps[j], "simhash"))
+            later.add(i)
+        for i in later:
+            answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
+        # the roots found for the queries still hold if all were cached leaves (nothing was loaded)
+        self._insert_new(fps, array, id_keys, times, roots if roots is not None and roots[1].all() else None)
+        return answers
+
+    def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
+        fps = list(map(operator.index, fingerprints))  # ints (numpy ints too); a float is an error
+        for fp in fps:
+            if not 0 <= fp < self._limit:
+                self._check_fingerprint(fp)
+        return fps
+
+    def _documents_batch(
+        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None
+    ) -> tuple[list[int], list[str], list[float]]:
+        fps = self._fingerprint_batch(fingerprints)
+        ids = list(doc_ids)
+        times = [0.0] * len(fps) if ts is None else [float(t) for t in ts]
+        if not len(fps) == len(ids) == len(times):
+            raise ValueError(f"{len(fps)} fingerprints, {len(ids)} doc ids and {len(times)} times")
+        if any(math.isnan(t) for t in times):
+            raise ValueError("ts is NaN")
+        return fps, ids, times
+
+    def _new_ids(self, id_keys: list[bytes]) -> bool:
+        """Whether every id is new to the index and appears once in the batch."""
+        return len(set(id_keys)) == len(id_keys) and not any(self._kv.multi_get(id_keys))
+
+    def _batch_roots(self, array: np.ndarray) -> tuple[list[list[Bucket | None]], np.ndarray]:
+        """Per table, each fingerprint's root bucket (None if not cached), and per fingerprint whether
+        all its k + 1 roots are cached leaves (``BucketCache.leaf_roots``): list lookups in C."""
+        assert self._root_slots is not None
+        columns = []
+        leaves = np.ones(len(array), dtype=np.bool_)
+        for (slots, low, mask), ready in zip(self._root_slots, self._root_leaves, strict=True):
+            values = (array >> np.uint64(low)) & np.uint64(mask)
+            assert ready is not None  # a table with slots has them
+            leaves &= ready[values]
+            columns.append(list(map(slots.__getitem__, values.tolist())))
+        return columns, leaves
+
+    def _query_batch(
+        self, fps: list[int], array: np.ndarray, roots: tuple[list[list[Bucket | None]], np.ndarray] | None = None
+    ) -> list[list[IndexHit]]:
+        if self._root_slots is None or not fps:
+            return [self.query(fp) for fp in fps]
+        columns, leaves = roots if roots is not None else self._batch_roots(array)
+        if leaves.all():
+            return self._filter_batch(fps, array, columns)  # type: ignore[arg-type]
+        cache = self.cache
+        cache.clock += 1
+        answers = []
+        for fp, found, leaf in zip(fps, zip(*columns, strict=True), leaves.tolist(), strict=True):
+            if not leaf:  # a root not cached or split: the general query (it may load and evict
+                answers.append(self.query(fp))  # buckets; the columns' objects still answer right)
+                continue
+            for bucket in found:
+                bucket.used = cache.clock
+            answers.append(self._filter_roots(fp, found))  # type: ignore[arg-type]
+        cache.hits += int(leaves.sum()) * len(columns)
+        return answers
+
+    def _filter_batch(self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]]) -> list[list[IndexHit]]:
+        """``_filter_roots`` for a batch whose roots are all cached leaves. The per-document loop runs
+        in C (``map`` over the compiled filter; the few documents with matches are filtered again for
+        their positions, since the calls share one output buffer), stamps and statistics per batch."""
+        cache = self.cache
+        cache.clock += 1
+        for column in columns:
+            deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
+        cache.hits += len(fps) * len(columns)
+        masks, k = self._filter_masks, self.k
+        found = list(zip(*[list(map(_BUCKET_FPS, column)) for column in columns], strict=True))
+        queries = array.view(np.int64).tolist()
+        packed = list(map(within_tables, found, repeat(masks), queries, repeat(k), repeat(self._positions)))
+        self._stats.candidates["simhash"].add_many([p >> 32 for p in packed])
+        answers: list[list[IndexHit]] = [[] for _ in fps]
+        for i in [i for i, p in enumerate(packed) if p & 0xFFFFFFFF]:
+            count = packed[i] & 0xFFFFFFFF
+            if count > len(self._positions):  # more matches than room (duplicates)
+                self._positions = np.empty(2 * count, dtype=np.int64)
+            out = self._positions
+            within_tables(found[i], masks, queries[i], k, out)
+            near = {columns[p >> 32][i].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}
+            answers[i] = self._hits(fps[i], near, set())
+        return answers
+
+    def _insert_new(
+        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
+        roots: tuple[list[list[Bucket | None]], np.ndarray] | None = None,
+    ) -> None:
+        """Insert documents with new, distinct ids: those whose k + 1 roots are cached leaves as one
+        batch (``_insert_roots``), the others one at a time after them. ``roots``: ``_batch_roots``
+        of ``array`` if the caller has them and nothing changed since."""
+        slow = list(range(len(fps)))
+        if self._root_slots is not None and fps:
+            columns, leaves = roots if roots is not None else self._batch_roots(array)
+            if not leaves.all():  # load the roots not cached (an insert would; split ones stay slow)
+                for i in np.flatnonzero(~leaves).tolist():
+                    for t, column in enumerate(columns):
+                        if column[i] is None:
+                            self.tables[t].bucket(self._root_keys(fps[i])[t])
+                columns, leaves = self._batch_roots(array)
+            if leaves.all():
+                self._insert_roots(fps, array, id_keys, times, columns)  # type: ignore[arg-type]
+                return
+            fast = np.flatnonzero(leaves).tolist()
+            slow = np.flatnonzero(~leaves).tolist()
+            if fast:
+                self._insert_roots(
+                    [fps[i] for i in fast], array[fast], [id_keys[i] for i in fast], [times[i] for i in fast],
+                    [[column[i] for i in fast] for column in columns],  # type: ignore[misc]
+                )
+        for i in slow:
+            doc_id = id_keys[i][1:].decode("utf-8", "surrogatepass")
+            record = _Record(fps[i], times[i], self._simhash_tables, (), doc_id)
+            self._add(self._allocate_handle(), record, self._simhash_tables, id_key=id_keys[i])
+
+    def _insert_roots(
+        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
+        columns: list[list[Bucket]],
+    ) -> None:
+        """The batch path of ``_add``: the same keys in the same commit order per document (entries,
+        record, expiry key, doc id), built at once by numpy (``batch_keys``) and written in one batch;
+        then the same cache and counter updates."""
+        n = len(fps)
+        start = self._next_handle
+        self._next_handle += n
+        handle_matrix = batch_keys.big_endian(np.arange(start, start + n, dtype=np.uint64), HANDLE_LEN)
+        per_doc = len(columns) + 3
+        keys: list[bytes] = [b""] * (per_doc * n)
+        values: list[bytes] = [b""] * (per_doc * n)
+        for t, ((prefix, low, block_mask, top_len), (above, _, low_mask, kept_mask, size)) in enumerate(
+            zip(self._root_spec, self._payload_spec, strict=True)
+        ):  # as _root_keys and SimhashBlocks.payload
+            blocks = (array >> np.uint64(low)) & np.uint64(block_mask)
+            entry_keys = batch_keys.concat(prefix, batch_keys.big_endian(blocks, top_len), ENTRY_TAG, handle_matrix)
+            rest = ((array >> np.uint64(above)) << np.uint64(low)) | (array & np.uint64(low_mask))
+            keys[t::per_doc] = batch_keys.rows(entry_keys)
+            values[t::per_doc] = batch_keys.rows(batch_keys.big_endian(rest & np.uint64(kept_mask), size))
+        ts_array = np.array(times, dtype=np.float64)
+        heads = batch_keys.concat(  # _encode_record without bands
+            batch_keys.big_endian(array, 8), batch_keys.float_bytes(ts_array), b"\x00",
+            self._mask_bytes(self._simhash_tables),
+        )
+        t = per_doc - 3
+        keys[t::per_doc] = batch_keys.rows(batch_keys.concat(HANDLE_NS, handle_matrix))
+        values[t::per_doc] = [head + id_key[1:] for head, id_key in zip(batch_keys.rows(heads), id_keys, strict=True)]
+        expiry = batch_keys.concat(EXPIRY_NS, batch_keys.ts_keys(ts_array), handle_matrix)
+        keys[t + 1 :: per_doc] = batch_keys.rows(expiry)
+        keys[t + 2 :: per_doc] = id_keys  # lookup_puts, batched; the expiry keys' values stay b""
+        values[t + 2 :: per_doc] = batch_keys.rows(handle_matrix)
+        if self._next_handle > self._reserved:
+            self._reserved = self._next_handle + HANDLE_BLOCK
+            keys.insert(0, META_NS + b"handle")
+            values.insert(0, self._reserved.to_bytes(8, "big"))
+        put_many(self._kv, keys, values)
+        self._stats.documents += n
+        self._version += 1
+        self._dirty += n
+        if self._dirty >= STATS_EVERY:
+            self._checkpoint()
+        # as _add: the entries into the cached roots, the level counters, then splits. The appends
+        # run in C (map); sizes are read after them, which gives each size an append passed through
+        # when every bucket of the column is distinct (else the slower loop below).
+        min_split = self.policy.min_split
+        big: list[tuple[int, Bucket, int]] = []
+        handles = range(start, start + n)
+        level = self._stats.level("simhash", 0)
+        for t, (column, mask) in enumerate(zip(columns, self._filter_mask_list, strict=True)):
+            buckets_handles = list(map(_BUCKET_HANDLES, column))
+            deque(map(_array_append, buckets_handles, handles), maxlen=0)
+            deque(map(_array_append, map(_BUCKET_FPS, column), (array & np.uint64(mask)).tolist()), maxlen=0)
+            sizes = np.fromiter(map(len, buckets_handles), dtype=np.int64, count=n)
+            if len(set(map(id, column))) == n:
+                crossed = sizes[(sizes & (sizes - 1)) == 0].tolist()  # powers of two: a bin changes
+            else:  # a bucket twice in the batch: each of its sizes from before to after passed by
+                grown = Counter(map(id, column))
+                crossed = [
+                    size for bucket in {id(b): b for b in column}.values()
+                    for size in range(len(bucket.handles) - grown[id(bucket)] + 1, len(bucket.handles) + 1)
+                    if not size & (size - 1)
+                ]
+            level.grow(n, crossed)
+            if sizes.max() >= min_split:
+                big += [(t, column[i], fps[i]) for i in np.flatnonzero(sizes >= min_split).tolist()]
+        self.cache.grew_entries(n * len(columns))
+        for t, bucket, fp in {id(bucket): (t, bucket, fp) for t, bucket, fp in big}.values():
+            self.tables[t].maybe_split(Leaf(self._root_keys(fp)[t], bucket, (), None), (fp, 0))
+
+    def _filter_roots(self, fingerprint: int, found: list[Bucket]) -> list[IndexHit]:
+        """Hits among the k + 1 cached, unsplit root buckets of ``fingerprint``: one compiled call."""
+        columns = tuple([bucket.fps for bucket in found])
+        out = self._positions
+        query = as_signed(fingerprint)
+        packed = within_tables(columns, self._filter_masks, query, self.k, out)
+        count = packed & 0xFFFFFFFF
+        if count > len(out):  # more matches than room (duplicates): again, with room
+            out = self._positions = np.empty(2 * count, dtype=np.int64)
+            within_tables(columns, self._filter_masks, query, self.k, out)
+        self._stats.candidates["simhash"].add(packed >> 32)
+        if not count:
+            return []
+        return self._hits(fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, set())
 
     def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
         """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
@@ -463,13 +719,17 @@ class BlockIndex:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _check_config(self) -> None:
+    def _check_config(self) -> bool:
+        """Write the config to a new store, check it against an old one; True for a new (empty) store."""
         config = {"version": FORMAT_VERSION, "k": self.k, "bits": self.bits, "bands": self.bands}
         raw = self._kv.get(META_NS + b"config")
         if raw is None:
+            empty = next(iter(self._kv.scan_prefix(b"")), None) is None
             self._kv.put(META_NS + b"config", json.dumps(config).encode())
-        elif json.loads(raw) != config:
+            return empty
+        if json.loads(raw) != config:
             raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
+        return False
 
     def _check_fingerprint(self, fingerprint: int) -> None:
         if not 0 <= fingerprint < (1 << self.bits):
@@ -624,10 +884,14 @@ class BlockIndex:
             self._bands_memo = (bands, pairs)
         return pairs
 
-    def _encode_record(self, record: _Record) -> bytes:
-        mask = self._masks.get(record.tables)
+    def _mask_bytes(self, tables: frozenset[int]) -> bytes:
+        mask = self._masks.get(tables)
         if mask is None:
-            mask = self._masks[record.tables] = sum(1 << t for t in record.tables).to_bytes(self._mask_len, "little")
+            mask = self._masks[tables] = sum(1 << t for t in tables).to_bytes(self._mask_len, "little")
+        return mask
+
+    def _encode_record(self, record: _Record) -> bytes:
+        mask = self._mask_bytes(record.tables)
         head = _RECORD_HEAD.pack(record.fingerprint, record.ts, len(record.bands))
         doc_id = record.doc_id.encode("utf-8", "surrogatepass")
         if not record.bands:

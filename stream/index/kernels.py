@@ -68,3 +68,18 @@ def within_tables(fps, masks, fingerprint, k, out):  # type: ignore[no-untyped-d
                     out[count] = (t << 32) | i
                 count += 1
     return (total << 32) | count
+
+
+@njit(cache=True)
+def pairs_within(fps, k, out):  # type: ignore[no-untyped-def]
+    """Pairs of one batch within k bits: writes ``i << 32 | j`` (j < i) for each to ``out`` while it
+    has room and returns how many there are (more than ``len(out)``: call again with room).
+    ``fps`` is a uint64 array; a batch of 256 is ~33k comparisons, ~0.1 ms."""
+    count = 0
+    for i in range(len(fps)):
+        for j in range(i):
+            if _popcount(fps[i] ^ fps[j]) <= k:
+                if count < len(out):
+                    out[count] = (i << 32) | j
+                count += 1
+    return count

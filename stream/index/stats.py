@@ -9,6 +9,8 @@ they may lag by that many mutations, which only nudges split decisions (queries 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 
@@ -35,6 +37,18 @@ class LevelCounter:
                 self._bump(new_bin, 1)
             self.buckets += (new > 0) - (old > 0)
 
+    def grow(self, appended: int, crossed: Iterable[int]) -> None:
+        """``appended`` one-entry growths at once, as many ``resize(s - 1, s)``; ``crossed`` lists the
+        sizes s reached that are powers of two, the only steps that change a bucket's bin."""
+        self.entries += appended
+        for size, count in Counter(crossed).items():
+            new_bin = size.bit_length()
+            if new_bin > 1:
+                self._bump(new_bin - 1, -count)
+            else:  # size 1: buckets that were empty
+                self.buckets += count
+            self._bump(new_bin, count)
+
     def _bump(self, b: int, delta: int) -> None:
         count = self.histogram.get(b, 0) + delta
         if count:
@@ -58,6 +72,12 @@ class RunningCandidates:
         self.queries += 1
         self.mean += (candidates - self.mean) / self.queries
         self.max = max(self.max, candidates)
+
+    def add_many(self, candidates: list[int]) -> None:
+        if candidates:
+            self.queries += len(candidates)
+            self.mean += (sum(candidates) - len(candidates) * self.mean) / self.queries
+            self.max = max(self.max, max(candidates))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ one changelog message.
 
 from __future__ import annotations
 
+import operator
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -31,6 +33,8 @@ from rocksdict import (
     WriteOptions,
 )
 from sortedcontainers import SortedList
+
+_first_byte = operator.itemgetter(0)
 
 
 class KVStore(Protocol):
@@ -264,10 +268,15 @@ class RocksStore:
     def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:
             return []
-        if min(keys) >= self.HASHED_BELOW and max(keys) < self.IDS_FROM:  # the index multi-gets records only
-            values = self._db.get(list(keys))
-            return list(values) if values is not None else [None] * len(keys)
-        return [self.get(key) for key in keys]
+        low, high = min(keys), max(keys)
+        if low >= self.HASHED_BELOW and high < self.IDS_FROM:  # records (hits, splits)
+            view = self._db
+        elif low >= self.IDS_FROM and high < self.IDS_UNTIL:  # doc ids (a batch of new documents)
+            view = self._ids
+        else:
+            return [self.get(key) for key in keys]
+        values = view.get(list(keys))
+        return list(values) if values is not None else [None] * len(keys)
 
     def put(self, key: bytes, value: bytes) -> None:
         self._view(key).put(key, value)
@@ -291,6 +300,19 @@ class RocksStore:
                 delete(key, family)
             else:
                 put(key, value, family)
+        self._db.write(batch)
+
+    def put_many(self, keys: list[bytes], values: list[bytes]) -> None:
+        """Puts in the given order, in one atomic batch, without a tuple per key: the loop runs in C
+        (``map``), which halves its per-key cost against ``write_ops`` (docs/index.md, "Fourth round")."""
+        if not keys:
+            return
+        if b"" in keys:  # the empty key has no first byte to route by
+            write_ops(self, list(zip(keys, values, strict=True)))
+            return
+        batch = WriteBatch(raw_mode=True)
+        families = map(self._family_by_byte.__getitem__, map(_first_byte, keys))
+        deque(map(batch.put, keys, values, families), maxlen=0)
         self._db.write(batch)
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -380,6 +402,15 @@ def write_ops(store: KVStore, ops: Sequence[tuple[bytes, bytes | None]]) -> None
         store.write_batch(puts, deletes)
 
 
+def put_many(store: KVStore, keys: list[bytes], values: list[bytes]) -> None:
+    """Put ``keys[i] -> values[i]`` in order (one batch where the store can; ``RocksStore.put_many``)."""
+    native = getattr(store, "put_many", None)
+    if native is not None:
+        native(keys, values)
+    else:
+        write_ops(store, list(zip(keys, values, strict=True)))
+
+
 class BufferedStore:
     """Write-behind buffer over a ``KVStore``: writes collect in memory, in commit order, and go down
     in one batch once ``max_ops`` are pending (and on ``drain``/``flush``/``close``).
@@ -438,6 +469,12 @@ class BufferedStore:
         self._overlay.update(ops)  # C loops: this runs for every insert
         if len(self._ops) >= self.max_ops:
             self.drain()
+
+    def put_many(self, keys: list[bytes], values: list[bytes]) -> None:
+        """A batch big enough on its own: the pending writes go first (commit order), then these
+        straight to the store below."""
+        self.drain()
+        put_many(self.store, keys, values)
 
     def drain(self) -> None:
         """Write every pending write to the store below (one batch)."""

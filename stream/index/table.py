@@ -26,6 +26,8 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from stream.index.schemes import BlockScheme, Source, State
 from stream.index.stats import StatsRecorder
 from stream.index.store import KVStore
@@ -95,10 +97,15 @@ class BucketCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.buckets: dict[bytes, Bucket] = {}
-        # per table id: its top-level buckets by block value (None: table without slots)
+        # per table id: its top-level buckets by block value (None: table without slots), and whether
+        # each is a cached leaf (not split): the batch calls test a whole batch at once
         self.roots: list[list[Bucket | None] | None] = []
+        self.leaf_roots: list[np.ndarray | None] = []
         self._root_len: dict[int, int] = {}  # table id -> length of a top-level key
         self.clock = 0  # public for BlockIndex's hot path, which stamps its k + 1 roots inline
+        # True while the cache holds every bucket there is (set by an index that opened an empty store
+        # of its own; false from the first eviction): a miss is then an empty bucket, no scan needed
+        self.complete = False
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -116,8 +123,10 @@ class BucketCache:
             return None
         while len(self.roots) <= table_id:
             self.roots.append(None)
+            self.leaf_roots.append(None)
         slots: list[Bucket | None] = [None] * (1 << (8 * top_len))
         self.roots[table_id] = slots
+        self.leaf_roots[table_id] = np.zeros(len(slots), dtype=np.bool_)
         self._root_len[table_id] = 1 + top_len
         for key, bucket in self.buckets.items():
             self._file(key, bucket)
@@ -163,18 +172,22 @@ class BucketCache:
                 self._evict()
 
     def clear(self) -> None:
+        self.complete = False
         self.buckets.clear()
         self._entries = 0
-        for slots in self.roots:
-            if slots is not None:
+        for slots, leaves in zip(self.roots, self.leaf_roots, strict=True):
+            if slots is not None and leaves is not None:
                 slots[:] = [None] * len(slots)
+                leaves[:] = False
 
     def _file(self, key: bytes, bucket: Bucket | None) -> None:
         """Keep the slot of a top-level key in step with the cache (None: evicted)."""
         if key and self._root_len.get(key[0]) == len(key):
-            slots = self.roots[key[0]]
-            assert slots is not None
-            slots[int.from_bytes(key[1:], "big")] = bucket
+            slots, leaves = self.roots[key[0]], self.leaf_roots[key[0]]
+            assert slots is not None and leaves is not None
+            value = int.from_bytes(key[1:], "big")
+            slots[value] = bucket
+            leaves[value] = bucket is not None and not bucket.split
 
     def _evict(self) -> None:
         target = self.max_bytes * self.EVICT_TO
@@ -182,6 +195,7 @@ class BucketCache:
             if self.size_bytes <= target or len(self.buckets) <= 1:
                 break
             del self.buckets[key]
+            self.complete = False
             self._entries -= len(bucket)
             self._file(key, None)
 
@@ -273,6 +287,8 @@ class BucketTable:
         return bucket
 
     def _load(self, key: bytes) -> Bucket:
+        if self.cache.complete:  # nothing was ever evicted from an index that began empty
+            return Bucket()
         # One seek: under the node, entries (tag e) sort before the split marker (s) and children (x),
         # and a split node has no entries, so the first non-entry key tells whether it is split.
         bucket = Bucket()

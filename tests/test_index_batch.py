@@ -1,0 +1,149 @@
+"""The batch calls (query_many, insert_many, query_insert_many) equal their one-document loops.
+
+Same answers as ``query`` then ``insert`` per document, exact against brute force, and (when no
+split intervenes) the very same keys and values in the store; batches that must not take the batch
+path (ids already indexed or repeated, blocks too wide for root slots) still behave like the loop.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream.index import BlockIndex
+from stream.index.batch_keys import big_endian, ts_keys
+from stream.index.block_index import META_NS, IndexHit, ts_key
+from tests.test_index_lossless import FORCED, SKEWS, brute_force, flip, make_set
+
+
+def streaming_loop(index: BlockIndex, docs: dict[str, int], ts: dict[str, float]) -> list[list[IndexHit]]:
+    answers: list[list[IndexHit]] = []
+    for doc, fp in docs.items():
+        answers.append(index.query(fp))
+        index.insert(fp, doc, ts[doc])
+    return answers
+
+
+def streaming_batches(index: BlockIndex, docs: dict[str, int], ts: dict[str, float], size: int) -> list[list[IndexHit]]:
+    ids = list(docs)
+    answers: list[list[IndexHit]] = []
+    for start in range(0, len(ids), size):
+        chunk = ids[start : start + size]
+        answers += index.query_insert_many([docs[d] for d in chunk], chunk, [ts[d] for d in chunk])
+    return answers
+
+
+def contents(index: BlockIndex) -> dict[bytes, bytes]:
+    index.flush()
+    return {key: value for key, value in index.store.scan_prefix(b"") if not key.startswith(META_NS)}
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS, size=st.sampled_from([1, 7, 64]))
+def test_query_insert_many_equals_the_loop(seed: int, k: int, skew: str, size: int) -> None:
+    docs = make_set(seed, k, 300, skew)
+    rng = random.Random(seed)
+    ts = {doc: float(rng.randrange(50)) for doc in docs}
+    loop, batch = BlockIndex(k=k, **FORCED), BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
+    assert streaming_batches(batch, docs, ts, size) == streaming_loop(loop, docs, ts)
+    # every answer is the brute-force set of the documents before it
+    seen: dict[str, int] = {}
+    for doc, answer in zip(docs, streaming_loop(BlockIndex(k=k), docs, ts), strict=True):
+        assert {hit.doc_id: hit.distance for hit in answer} == brute_force(seen, docs[doc], k)
+        seen[doc] = docs[doc]
+    probes = [flip(fp, rng.randrange(k + 2), rng) for fp in rng.sample(list(docs.values()), 40)]
+    assert batch.query_many(probes) == [loop.query(p) for p in probes]
+    assert len(batch) == len(loop) == len(docs)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32), size=st.sampled_from([3, 50, 256]))
+def test_without_splits_the_store_holds_the_same_keys(seed: int, size: int) -> None:
+    """The batch path writes byte for byte what the loop writes (the same handles, records, expiry and
+    doc-id keys, entries), and the statistics agree."""
+    docs = make_set(seed, 3, 500, "uniform")
+    rng = random.Random(seed)
+    ts = {doc: rng.choice([0.0, -0.0, -1.5, 3.25, 1e12, float(rng.randrange(100))]) for doc in docs}
+    loop, batch = BlockIndex(k=3), BlockIndex(k=3)
+    streaming_loop(loop, docs, ts)
+    streaming_batches(batch, docs, ts, size)
+    assert contents(batch) == contents(loop)
+    # candidates differ by design (a batch finds its own pairs outside the index), the structure not
+    sa, sb = batch.stats(), loop.stats()
+    assert (sa.documents, sa.entries, sa.splits) == (sb.documents, sb.entries, sb.splits)
+    assert sa.kinds["simhash"].levels == sb.kinds["simhash"].levels
+
+
+def test_insert_many_then_reopen(tmp_path: Path) -> None:
+    docs = make_set(5, 3, 2000, "one_block")
+    path = str(tmp_path / "idx")
+    index = BlockIndex(path, k=3, **FORCED)  # type: ignore[arg-type]
+    ids = list(docs)
+    for start in range(0, len(ids), 300):
+        chunk = ids[start : start + 300]
+        index.insert_many([docs[d] for d in chunk], chunk, [float(i) for i in range(len(chunk))])
+    assert index.stats().splits > 0
+    index.close()
+    reopened = BlockIndex(path, k=3, **FORCED)  # type: ignore[arg-type]
+    rng = random.Random(1)
+    for query in rng.sample(list(docs.values()), 50):
+        assert {h.doc_id: h.distance for h in reopened.query(query)} == brute_force(docs, query, 3)
+    assert len(reopened) == len(docs)
+    reopened.close()
+
+
+def test_known_or_repeated_ids_take_the_loop_semantics() -> None:
+    """A redelivered id is a no-op, a changed one replaces the old entry, an id twice in one batch is
+    the last one: exactly as a loop of insert (later documents do not see the replaced version)."""
+    fp, other = 0x0123456789ABCDEF, 0xFEDCBA9876543210
+    loop, batch = BlockIndex(k=3), BlockIndex(k=3)
+    for index in (loop, batch):
+        index.insert(fp, "a", 1.0)
+    fps, ids, ts = [fp, other, fp ^ 1, other ^ 3], ["a", "b", "c", "b"], [1.0, 2.0, 3.0, 4.0]
+    expected = []
+    for f, d, t in zip(fps, ids, ts, strict=True):
+        expected.append(loop.query(f))
+        loop.insert(f, d, t)
+    assert batch.query_insert_many(fps, ids, ts) == expected
+    assert {h.doc_id for h in batch.query(other)} == {"b"}
+    assert [h.ts for h in batch.query(other)] == [4.0]
+    assert contents(batch) == contents(loop)
+
+
+def test_wide_blocks_without_root_slots() -> None:
+    """k = 1 cuts 64 bits into two 32-bit blocks (no slot lists): the batch calls still work."""
+    docs = make_set(3, 1, 200, "uniform")
+    loop, batch = BlockIndex(k=1), BlockIndex(k=1)
+    ts = dict.fromkeys(docs, 0.0)
+    assert streaming_batches(batch, docs, ts, 32) == streaming_loop(loop, docs, ts)
+    assert contents(batch) == contents(loop)
+
+
+def test_bad_batches_are_refused_and_change_nothing() -> None:
+    index = BlockIndex(k=3)
+    with pytest.raises(ValueError, match="fingerprints"):
+        index.insert_many([1, 2], ["a"], [0.0, 0.0])
+    with pytest.raises(ValueError, match="unsigned"):
+        index.query_insert_many([1, -2], ["a", "b"])
+    with pytest.raises(ValueError, match="unsigned"):
+        index.query_many([1 << 64])
+    with pytest.raises(TypeError):
+        index.insert_many([1.5], ["a"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="NaN"):
+        index.insert_many([1], ["a"], [float("nan")])
+    assert len(index) == 0 and contents(index) == {}
+    assert index.query_many([]) == [] and index.query_insert_many([], []) == []
+
+
+def test_batch_key_columns_match_the_scalar_code() -> None:
+    values = [0.0, -0.0, -1.5, 1.5, 1e300, -1e300, float("inf"), float("-inf")]
+    assert [bytes(row) for row in ts_keys(np.array(values))] == [ts_key(v) for v in values]
+    ints = [0, 1, 0xFF00, (1 << 64) - 1, 0x0123456789ABCDEF]
+    assert [bytes(row) for row in big_endian(np.array(ints, dtype=np.uint64), 5)] == [
+        (v & ((1 << 40) - 1)).to_bytes(5, "big") for v in ints
+    ]
