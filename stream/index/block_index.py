@@ -22,7 +22,7 @@ import math
 import operator
 import struct
 from array import array as _array
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from itertools import repeat
 from typing import NamedTuple
@@ -106,6 +106,19 @@ def lookup_puts(hb: bytes, ts: float, id_key: bytes) -> list[tuple[bytes, bytes]
     """The expiry and doc-id keys of the document with handle bytes ``hb``: written by an insert,
     deleted with the document, rebuilt from the records by ``BlockIndex.lookup_keys``."""
     return [(EXPIRY_NS + ts_key(ts) + hb, b""), (id_key, hb)]
+
+
+def _later_repeats(ids: np.ndarray) -> np.ndarray:
+    """For each position, how many later positions hold the same value: a bucket that takes several
+    entries of one batch had size (final - later repeats) right after each of its appends."""
+    order = np.argsort(ids, kind="stable")
+    ranked = ids[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    ends = np.r_[starts[1:], len(ids)] - 1  # last position of each run of equal values
+    group = np.cumsum(np.r_[True, ranked[1:] != ranked[:-1]]) - 1
+    later = np.empty(len(ids), dtype=np.int64)
+    later[order] = ends[group] - np.arange(len(ids))
+    return later
 
 
 class BlockIndex:
@@ -527,8 +540,7 @@ class BlockIndex:
         if self._dirty >= STATS_EVERY:
             self._checkpoint()
         # as _add: the entries into the cached roots, the level counters, then splits. The appends
-        # run in C (map); sizes are read after them, which gives each size an append passed through
-        # when every bucket of the column is distinct (else the slower loop below).
+        # run in C (map); the sizes each append passed through are read after them (below).
         min_split = self.policy.min_split
         big: list[tuple[int, Bucket, int]] = []
         handles = range(start, start + n)
@@ -538,15 +550,8 @@ class BlockIndex:
             deque(map(_array_append, buckets_handles, handles), maxlen=0)
             deque(map(_array_append, map(_BUCKET_FPS, column), (array & np.uint64(mask)).tolist()), maxlen=0)
             sizes = np.fromiter(map(len, buckets_handles), dtype=np.int64, count=n)
-            if len(set(map(id, column))) == n:
-                crossed = sizes[(sizes & (sizes - 1)) == 0].tolist()  # powers of two: a bin changes
-            else:  # a bucket twice in the batch: each of its sizes from before to after passed by
-                grown = Counter(map(id, column))
-                crossed = [
-                    size for bucket in {id(b): b for b in column}.values()
-                    for size in range(len(bucket.handles) - grown[id(bucket)] + 1, len(bucket.handles) + 1)
-                    if not size & (size - 1)
-                ]
+            passed = sizes - _later_repeats(np.fromiter(map(id, column), dtype=np.int64, count=n))
+            crossed = passed[(passed & (passed - 1)) == 0].tolist()  # powers of two: a bin changes
             level.grow(n, crossed)
             if sizes.max() >= min_split:
                 big += [(t, column[i], fps[i]) for i in np.flatnonzero(sizes >= min_split).tolist()]
