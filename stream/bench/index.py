@@ -92,7 +92,7 @@ def scratch_dir(root: Path) -> Iterator[Path]:
 
 def run_ours(
     distribution: str, fps: list[int], queries: list[int], variant: str, tmp_root: Path, min_split: int | None,
-    batch: int = 256,
+    batch: int = 1024,
 ) -> tuple[Row, list[set[str]]]:
     n = len(fps)
     kwargs: dict[str, object] = {"resplit": variant != "nosplit"}
@@ -332,7 +332,7 @@ def _ints(text: str) -> list[int]:
 @click.option("--min-split", type=int, default=None, help="Override BlockIndex min_split.")
 @click.option("--variants", default="split,batch,nosplit", show_default=True,
               help="Our variants: split (one call per document), batch (query_many/insert_many), nosplit.")
-@click.option("--batch", default=256, show_default=True, help="Documents per call of the batch variant.")
+@click.option("--batch", default=1024, show_default=True, help="Documents per call of the batch variant.")
 @click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path))
 def command(
     sizes: str, queries: int, distributions: str, peer_max: int, peer_seconds: float, peer_min_queries: int,

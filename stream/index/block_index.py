@@ -108,6 +108,17 @@ def lookup_puts(hb: bytes, ts: float, id_key: bytes) -> list[tuple[bytes, bytes]
     return [(EXPIRY_NS + ts_key(ts) + hb, b""), (id_key, hb)]
 
 
+class _Roots(NamedTuple):
+    """A batch's root buckets (``BlockIndex._batch_roots``): per table, each fingerprint's bucket (None
+    if not cached); per fingerprint whether all its roots are cached leaves; and, when all are, per
+    table the buckets' fps and handles arrays, read once for the queries and the inserts."""
+
+    buckets: list[list[Bucket | None]]
+    leaves: np.ndarray
+    fps: list[list[_array]] | None
+    handles: list[list[_array]] | None
+
+
 def _later_repeats(ids: np.ndarray) -> np.ndarray:
     """For each position, how many later positions hold the same value: a bucket that takes several
     entries of one batch had size (final - later repeats) right after each of its appends."""
@@ -379,7 +390,7 @@ class BlockIndex:
         for i in later:
             answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
         # the roots found for the queries still hold if all were cached leaves (nothing was loaded)
-        self._insert_new(fps, array, id_keys, times, roots if roots is not None and roots[1].all() else None)
+        self._insert_new(fps, array, id_keys, times, roots if roots is not None and roots.fps is not None else None)
         return answers
 
     def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
@@ -405,9 +416,9 @@ class BlockIndex:
         """Whether every id is new to the index and appears once in the batch."""
         return len(set(id_keys)) == len(id_keys) and not any(self._kv.multi_get(id_keys))
 
-    def _batch_roots(self, array: np.ndarray) -> tuple[list[list[Bucket | None]], np.ndarray]:
-        """Per table, each fingerprint's root bucket (None if not cached), and per fingerprint whether
-        all its k + 1 roots are cached leaves (``BucketCache.leaf_roots``): list lookups in C."""
+    def _batch_roots(self, array: np.ndarray) -> _Roots:
+        """The root buckets of a batch by list lookups in C; which are cached leaves from
+        ``BucketCache.leaf_roots`` in one numpy pass per table."""
         assert self._root_slots is not None
         columns = []
         leaves = np.ones(len(array), dtype=np.bool_)
@@ -416,16 +427,19 @@ class BlockIndex:
             assert ready is not None  # a table with slots has them
             leaves &= ready[values]
             columns.append(list(map(slots.__getitem__, values.tolist())))
-        return columns, leaves
+        if not leaves.all():
+            return _Roots(columns, leaves, None, None)
+        fps = [list(map(_BUCKET_FPS, column)) for column in columns]
+        handles = [list(map(_BUCKET_HANDLES, column)) for column in columns]
+        return _Roots(columns, leaves, fps, handles)
 
-    def _query_batch(
-        self, fps: list[int], array: np.ndarray, roots: tuple[list[list[Bucket | None]], np.ndarray] | None = None
-    ) -> list[list[IndexHit]]:
+    def _query_batch(self, fps: list[int], array: np.ndarray, roots: _Roots | None = None) -> list[list[IndexHit]]:
         if self._root_slots is None or not fps:
             return [self.query(fp) for fp in fps]
-        columns, leaves = roots if roots is not None else self._batch_roots(array)
-        if leaves.all():
-            return self._filter_batch(fps, array, columns)  # type: ignore[arg-type]
+        roots = roots if roots is not None else self._batch_roots(array)
+        columns, leaves = roots.buckets, roots.leaves
+        if roots.fps is not None:
+            return self._filter_batch(fps, array, columns, roots.fps)  # type: ignore[arg-type]
         cache = self.cache
         cache.clock += 1
         answers = []
@@ -439,7 +453,9 @@ class BlockIndex:
         cache.hits += int(leaves.sum()) * len(columns)
         return answers
 
-    def _filter_batch(self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]]) -> list[list[IndexHit]]:
+    def _filter_batch(
+        self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]], fps_columns: list[list[_array]]
+    ) -> list[list[IndexHit]]:
         """``_filter_roots`` for a batch whose roots are all cached leaves. The per-document loop runs
         in C (``map`` over the compiled filter; the few documents with matches are filtered again for
         their positions, since the calls share one output buffer), stamps and statistics per batch."""
@@ -449,7 +465,7 @@ class BlockIndex:
             deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
         cache.hits += len(fps) * len(columns)
         masks, k = self._filter_masks, self.k
-        found = list(zip(*[list(map(_BUCKET_FPS, column)) for column in columns], strict=True))
+        found = list(zip(*fps_columns, strict=True))
         queries = array.view(np.int64).tolist()
         packed = list(map(within_tables, found, repeat(masks), queries, repeat(k), repeat(self._positions)))
         self._stats.candidates["simhash"].add_many([p >> 32 for p in packed])
@@ -466,29 +482,32 @@ class BlockIndex:
 
     def _insert_new(
         self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
-        roots: tuple[list[list[Bucket | None]], np.ndarray] | None = None,
+        roots: _Roots | None = None,
     ) -> None:
         """Insert documents with new, distinct ids: those whose k + 1 roots are cached leaves as one
         batch (``_insert_roots``), the others one at a time after them. ``roots``: ``_batch_roots``
         of ``array`` if the caller has them and nothing changed since."""
         slow = list(range(len(fps)))
         if self._root_slots is not None and fps:
-            columns, leaves = roots if roots is not None else self._batch_roots(array)
-            if not leaves.all():  # load the roots not cached (an insert would; split ones stay slow)
-                for i in np.flatnonzero(~leaves).tolist():
-                    for t, column in enumerate(columns):
+            roots = roots if roots is not None else self._batch_roots(array)
+            if roots.fps is None:  # load the roots not cached (an insert would; split ones stay slow)
+                for i in np.flatnonzero(~roots.leaves).tolist():
+                    for t, column in enumerate(roots.buckets):
                         if column[i] is None:
                             self.tables[t].bucket(self._root_keys(fps[i])[t])
-                columns, leaves = self._batch_roots(array)
-            if leaves.all():
-                self._insert_roots(fps, array, id_keys, times, columns)  # type: ignore[arg-type]
+                roots = self._batch_roots(array)
+            columns, leaves = roots.buckets, roots.leaves
+            if roots.fps is not None and roots.handles is not None:
+                self._insert_roots(fps, array, id_keys, times, roots.fps, roots.handles)
                 return
             fast = np.flatnonzero(leaves).tolist()
             slow = np.flatnonzero(~leaves).tolist()
             if fast:
+                buckets = [[column[i] for i in fast] for column in columns]
                 self._insert_roots(
                     [fps[i] for i in fast], array[fast], [id_keys[i] for i in fast], [times[i] for i in fast],
-                    [[column[i] for i in fast] for column in columns],  # type: ignore[misc]
+                    [list(map(_BUCKET_FPS, column)) for column in buckets],
+                    [list(map(_BUCKET_HANDLES, column)) for column in buckets],
                 )
         for i in slow:
             doc_id = id_keys[i][1:].decode("utf-8", "surrogatepass")
@@ -497,7 +516,7 @@ class BlockIndex:
 
     def _insert_roots(
         self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
-        columns: list[list[Bucket]],
+        fps_columns: list[list[_array]], handles_columns: list[list[_array]],
     ) -> None:
         """The batch path of ``_add``: the same keys in the same commit order per document (entries,
         record, expiry key, doc id), built at once by numpy (``batch_keys``) and written in one batch;
@@ -506,7 +525,7 @@ class BlockIndex:
         start = self._next_handle
         self._next_handle += n
         handle_matrix = batch_keys.big_endian(np.arange(start, start + n, dtype=np.uint64), HANDLE_LEN)
-        per_doc = len(columns) + 3
+        per_doc = len(fps_columns) + 3
         keys: list[bytes] = [b""] * (per_doc * n)
         values: list[bytes] = [b""] * (per_doc * n)
         for t, ((prefix, low, block_mask, top_len), (above, _, low_mask, kept_mask, size)) in enumerate(
@@ -542,22 +561,25 @@ class BlockIndex:
         # as _add: the entries into the cached roots, the level counters, then splits. The appends
         # run in C (map); the sizes each append passed through are read after them (below).
         min_split = self.policy.min_split
-        big: list[tuple[int, Bucket, int]] = []
+        big: list[tuple[int, int]] = []
         handles = range(start, start + n)
         level = self._stats.level("simhash", 0)
-        for t, (column, mask) in enumerate(zip(columns, self._filter_mask_list, strict=True)):
-            buckets_handles = list(map(_BUCKET_HANDLES, column))
-            deque(map(_array_append, buckets_handles, handles), maxlen=0)
-            deque(map(_array_append, map(_BUCKET_FPS, column), (array & np.uint64(mask)).tolist()), maxlen=0)
-            sizes = np.fromiter(map(len, buckets_handles), dtype=np.int64, count=n)
-            passed = sizes - _later_repeats(np.fromiter(map(id, column), dtype=np.int64, count=n))
-            crossed = passed[(passed & (passed - 1)) == 0].tolist()  # powers of two: a bin changes
-            level.grow(n, crossed)
+        for t, (fps_column, handles_column, mask) in enumerate(
+            zip(fps_columns, handles_columns, self._filter_mask_list, strict=True)
+        ):
+            deque(map(_array_append, handles_column, handles), maxlen=0)
+            deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
+            sizes = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
+            passed = sizes - _later_repeats(np.fromiter(map(id, handles_column), dtype=np.int64, count=n))
+            level.grow(n, passed[(passed & (passed - 1)) == 0].tolist())  # powers of two: a bin changes
             if sizes.max() >= min_split:
-                big += [(t, column[i], fps[i]) for i in np.flatnonzero(sizes >= min_split).tolist()]
-        self.cache.grew_entries(n * len(columns))
-        for t, bucket, fp in {id(bucket): (t, bucket, fp) for t, bucket, fp in big}.values():
-            self.tables[t].maybe_split(Leaf(self._root_keys(fp)[t], bucket, (), None), (fp, 0))
+                big += [(t, i) for i in np.flatnonzero(sizes >= min_split).tolist()]
+        self.cache.grew_entries(n * len(fps_columns))
+        for t, i in {id(handles_columns[t][i]): (t, i) for t, i in big}.values():
+            key = self._root_keys(fps[i])[t]
+            bucket = self.cache.buckets.get(key)  # not evicted by grew_entries
+            if bucket is not None:
+                self.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))
 
     def _filter_roots(self, fingerprint: int, found: list[Bucket]) -> list[IndexHit]:
         """Hits among the k + 1 cached, unsplit root buckets of ``fingerprint``: one compiled call."""
