@@ -8,6 +8,7 @@ path (ids already indexed or repeated, blocks too wide for root slots) still beh
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex
+from stream.index import BlockIndex, MemoryStore
 from stream.index.batch_keys import big_endian, ts_keys
 from stream.index.block_index import META_NS, IndexHit, ts_key
 from tests.test_index_lossless import FORCED, SKEWS, brute_force, flip, make_set
@@ -147,3 +148,38 @@ def test_batch_key_columns_match_the_scalar_code() -> None:
     assert [bytes(row) for row in big_endian(np.array(ints, dtype=np.uint64), 5)] == [
         (v & ((1 << 40) - 1)).to_bytes(5, "big") for v in ints
     ]
+
+
+def test_a_fresh_index_skips_scans_until_it_evicts() -> None:
+    """An index that began on an empty store of its own knows every bucket (a miss is an empty one)
+    until its cache first evicts; from then on misses read the store, and answers stay exact."""
+    index = BlockIndex(k=3, cache_bytes=150_000)  # ~400 root buckets
+    scans: list[bytes] = []
+    scan = index.store.scan_prefix
+
+    def counted(prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        scans.append(prefix)
+        return scan(prefix)
+
+    index.store.scan_prefix = counted  # type: ignore[method-assign]
+    docs = make_set(4, 3, 300, "uniform")
+    ids = list(docs)
+    index.insert_many([docs[d] for d in ids[:40]], ids[:40])
+    assert index.cache.complete and scans == []
+    index.insert_many([docs[d] for d in ids[40:]], ids[40:])
+    assert not index.cache.complete and scans  # evicted, then read evicted buckets back
+    for query in list(docs.values())[:60]:
+        assert {h.doc_id: h.distance for h in index.query(query)} == brute_force(docs, query, 3)
+
+
+def test_an_index_on_a_callers_store_reads_what_others_wrote() -> None:
+    """A store passed in may be filled behind the index (the service restores changelogs into it), so
+    its index never takes a cache miss for an empty bucket."""
+    store = MemoryStore()
+    reader = BlockIndex(k=3, store=store)
+    writer = BlockIndex(k=3, store=store)
+    docs = make_set(6, 3, 100, "uniform")
+    writer.insert_many(list(docs.values()), list(docs))
+    assert not reader.cache.complete
+    for query in list(docs.values())[:20]:
+        assert {h.doc_id for h in reader.query_many([query])[0]} == set(brute_force(docs, query, 3))
