@@ -10,6 +10,11 @@ SimhashIndex, k = 3, in RAM) is built by ``add`` alone (its queries degrade to s
 skew (~0.1-0.3 s each at 1M), so it answers queries until ``--peer-seconds`` of query time are spent
 (at least ``--peer-min-queries``); each row records how many queries it ran. A skew sweep (fraction
 of fingerprints sharing one block) shows candidates per query for the three variants.
+
+Variants of ours: ``split`` (one query and one insert call per document), ``batch`` (the same index
+fed by ``query_insert_many`` in chunks of ``--batch``; its calls query and insert at once, so its
+q+i is the build's time per document over the last 10%, i.e. at 0.9N..N, its query time is
+``query_many`` on the fresh queries, and insert = q+i - query), ``nosplit`` (re-splitting off).
 """
 
 from __future__ import annotations
