@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from stream.index import BlockIndex, MemoryStore
 from stream.index.batch_keys import big_endian, ts_keys
 from stream.index.block_index import META_NS, IndexHit, ts_key
+from stream.index.stats import LevelCounter
 from tests.test_index_lossless import FORCED, SKEWS, brute_force, flip, make_set
 
 
@@ -183,3 +184,13 @@ def test_an_index_on_a_callers_store_reads_what_others_wrote() -> None:
     assert not reader.cache.complete
     for query in list(docs.values())[:20]:
         assert {h.doc_id for h in reader.query_many([query])[0]} == set(brute_force(docs, query, 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 300)), min_size=1, max_size=60))
+def test_regrow_is_resize_for_a_whole_batch(steps: list[tuple[int, int]]) -> None:
+    one_by_one, batch = LevelCounter(), LevelCounter()
+    for old, grown in steps:
+        one_by_one.resize(old, old + grown)
+    batch.regrow(np.array([o for o, _ in steps]), np.array([o + g for o, g in steps]))
+    assert batch == one_by_one

@@ -119,19 +119,6 @@ class _Roots(NamedTuple):
     handles: list[list[_array]] | None
 
 
-def _later_repeats(ids: np.ndarray) -> np.ndarray:
-    """For each position, how many later positions hold the same value: a bucket that takes several
-    entries of one batch had size (final - later repeats) right after each of its appends."""
-    order = np.argsort(ids, kind="stable")
-    ranked = ids[order]
-    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
-    ends = np.r_[starts[1:], len(ids)] - 1  # last position of each run of equal values
-    group = np.cumsum(np.r_[True, ranked[1:] != ranked[:-1]]) - 1
-    later = np.empty(len(ids), dtype=np.int64)
-    later[order] = ends[group] - np.arange(len(ids))
-    return later
-
-
 class BlockIndex:
     """Index of (fingerprint, doc id, event time): query returns every entry within Hamming distance k.
 
@@ -526,12 +513,14 @@ class BlockIndex:
         self._next_handle += n
         handle_matrix = batch_keys.big_endian(np.arange(start, start + n, dtype=np.uint64), HANDLE_LEN)
         per_doc = len(fps_columns) + 3
+        table_blocks: list[np.ndarray] = []  # per table the batch's block values: one per root bucket
         keys: list[bytes] = [b""] * (per_doc * n)
         values: list[bytes] = [b""] * (per_doc * n)
         for t, ((prefix, low, block_mask, top_len), (above, _, low_mask, kept_mask, size)) in enumerate(
             zip(self._root_spec, self._payload_spec, strict=True)
         ):  # as _root_keys and SimhashBlocks.payload
             blocks = (array >> np.uint64(low)) & np.uint64(block_mask)
+            table_blocks.append(blocks)
             entry_keys = batch_keys.concat(prefix, batch_keys.big_endian(blocks, top_len), ENTRY_TAG, handle_matrix)
             rest = ((array >> np.uint64(above)) << np.uint64(low)) | (array & np.uint64(low_mask))
             keys[t::per_doc] = batch_keys.rows(entry_keys)
@@ -567,13 +556,15 @@ class BlockIndex:
         for t, (fps_column, handles_column, mask) in enumerate(
             zip(fps_columns, handles_columns, self._filter_mask_list, strict=True)
         ):
+            before = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
             deque(map(_array_append, handles_column, handles), maxlen=0)
             deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
-            sizes = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
-            passed = sizes - _later_repeats(np.fromiter(map(id, handles_column), dtype=np.int64, count=n))
-            level.grow(n, passed[(passed & (passed - 1)) == 0].tolist())  # powers of two: a bin changes
-            if sizes.max() >= min_split:
-                big += [(t, i) for i in np.flatnonzero(sizes >= min_split).tolist()]
+            # per distinct bucket (block value): its size before and after the batch
+            _, first, added = np.unique(table_blocks[t], return_index=True, return_counts=True)
+            after = before[first] + added
+            level.regrow(before[first], after)
+            if after.max() >= min_split:
+                big += [(t, i) for i in first[after >= min_split].tolist()]
         self.cache.grew_entries(n * len(fps_columns))
         for t, i in {id(handles_columns[t][i]): (t, i) for t, i in big}.values():
             key = self._root_keys(fps[i])[t]

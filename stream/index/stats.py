@@ -9,9 +9,9 @@ they may lag by that many mutations, which only nudges split decisions (queries 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+
+import numpy as np
 
 
 def size_bin(size: int) -> int:
@@ -37,17 +37,17 @@ class LevelCounter:
                 self._bump(new_bin, 1)
             self.buckets += (new > 0) - (old > 0)
 
-    def grow(self, appended: int, crossed: Iterable[int]) -> None:
-        """``appended`` one-entry growths at once, as many ``resize(s - 1, s)``; ``crossed`` lists the
-        sizes s reached that are powers of two, the only steps that change a bucket's bin."""
-        self.entries += appended
-        for size, count in Counter(crossed).items():
-            new_bin = size.bit_length()
-            if new_bin > 1:
-                self._bump(new_bin - 1, -count)
-            else:  # size 1: buckets that were empty
-                self.buckets += count
-            self._bump(new_bin, count)
+    def regrow(self, old: np.ndarray, new: np.ndarray) -> None:
+        """Buckets went from ``old[i]`` to ``new[i]`` entries: ``resize`` for a whole batch at once
+        (a bucket that grew by several entries moves bins once, from its first bin to its last)."""
+        self.entries += int((new - old).sum())
+        old_bins, new_bins = np.frexp(old)[1], np.frexp(new)[1]  # frexp's exponent is int.bit_length
+        moved = old_bins != new_bins
+        for bins, sign in ((old_bins[moved], -1), (new_bins[moved], 1)):
+            for b, count in zip(*np.unique(bins, return_counts=True), strict=True):
+                if b:
+                    self._bump(int(b), sign * int(count))
+        self.buckets += int(np.count_nonzero((old == 0) & (new > 0)) - np.count_nonzero((old > 0) & (new == 0)))
 
     def _bump(self, b: int, delta: int) -> None:
         count = self.histogram.get(b, 0) + delta
