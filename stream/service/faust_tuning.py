@@ -1,5 +1,5 @@
-"""Measured process-wide overrides: the consumer's fetch wait Faust hard-codes, and the GIL switch
-interval.
+"""Measured process-wide overrides: the consumer's fetch wait Faust hard-codes, the GIL switch
+interval and the garbage collector's thresholds.
 
 faust 0.15.3 builds its aiokafka consumer with ``fetch_max_wait_ms=1500``
 (faust/transport/drivers/aiokafka.py). On tansu a fetch waits that long whenever some assigned
@@ -9,6 +9,7 @@ so verdicts took 3-5 s even at low load. A short wait costs a few more idle fetc
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any
 
@@ -40,3 +41,19 @@ SWITCH_INTERVAL_S = 0.0005
 def set_switch_interval(seconds: float = SWITCH_INTERVAL_S) -> None:
     """Shorter GIL hand-overs for this process (``sys.setswitchinterval``)."""
     sys.setswitchinterval(seconds)
+
+
+# The collector runs a young collection every 700 container allocations, an older one every 10 of
+# those and, now and then, a full one over the whole heap (Faust, jieba's dictionary, numba). A worker
+# allocates tens of thousands of containers per batch (messages, records, hits): in-process the stages
+# spent 200-250 us per document in GC (of ~2.1 ms). With the start-up heap frozen and these
+# thresholds: 26-31 us (the three stages in-process on the e2e documents; docs/service.md, "Garbage
+# collection").
+GC_THRESHOLDS = (10_000, 50, 100)
+
+
+def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
+    """Fewer, cheaper collections for a long-running worker: freeze the start-up heap, raise the
+    thresholds. Cycles are still collected, only later."""
+    gc.freeze()
+    gc.set_threshold(*thresholds)

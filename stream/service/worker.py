@@ -42,9 +42,11 @@ def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
         import faust
 
         from stream.service.app import DedupApp
+        from stream.service.faust_tuning import tune_gc
         from stream.service.recovery import LocalStateGuard
 
         dedup = DedupApp(settings)
+        tune_gc()  # after start-up: what it built stays out of every collection
         guard = LocalStateGuard(dedup.app.conf.tabledir)
         if guard.begin():
             say("the last worker on this data dir did not stop cleanly: local tables dropped, "
