@@ -59,6 +59,7 @@ _SIGN = 1 << 63
 _PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
 _ALL = (1 << 64) - 1
 _array_append = _array.append
+_EMPTY = Bucket()  # stands for an uncached root of a complete cache in a batch's queries (never written)
 _BUCKET_FPS, _BUCKET_HANDLES = operator.attrgetter("fps"), operator.attrgetter("handles")
 
 
@@ -115,6 +116,7 @@ class _Roots(NamedTuple):
 
     buckets: list[list[Bucket | None]]
     leaves: np.ndarray
+    unsplit: np.ndarray  # per fingerprint: none of its roots is a cached split bucket
     fps: list[list[_array]] | None
     handles: list[list[_array]] | None
 
@@ -201,7 +203,6 @@ class BlockIndex:
         # The roots by block value (BucketCache.slots), for _roots: None if a block is too wide.
         slot_lists = [self.cache.slots(t, top_len) for t, (_, _, _, top_len) in enumerate(self._root_spec)]
         self._root_slots: tuple[tuple[list[Bucket | None], int, int], ...] | None = None
-        self._root_leaves = self.cache.leaf_roots  # per table: which roots are cached leaves
         if all(slots is not None for slots in slot_lists):
             self._root_slots = tuple(
                 (slots, low, block_mask)
@@ -409,35 +410,42 @@ class BlockIndex:
         assert self._root_slots is not None
         columns = []
         leaves = np.ones(len(array), dtype=np.bool_)
-        for (slots, low, mask), ready in zip(self._root_slots, self._root_leaves, strict=True):
+        unsplit = np.ones(len(array), dtype=np.bool_)
+        for t, (slots, low, mask) in enumerate(self._root_slots):
             values = (array >> np.uint64(low)) & np.uint64(mask)
-            assert ready is not None  # a table with slots has them
+            ready, split = self.cache.leaf_roots[t], self.cache.split_roots[t]
+            assert ready is not None and split is not None  # a table with slots has them
             leaves &= ready[values]
+            unsplit &= ~split[values]
             columns.append(list(map(slots.__getitem__, values.tolist())))
         if not leaves.all():
-            return _Roots(columns, leaves, None, None)
+            return _Roots(columns, leaves, unsplit, None, None)
         fps = [list(map(_BUCKET_FPS, column)) for column in columns]
         handles = [list(map(_BUCKET_HANDLES, column)) for column in columns]
-        return _Roots(columns, leaves, fps, handles)
+        return _Roots(columns, leaves, unsplit, fps, handles)
 
     def _query_batch(self, fps: list[int], array: np.ndarray, roots: _Roots | None = None) -> list[list[IndexHit]]:
         if self._root_slots is None or not fps:
             return [self.query(fp) for fp in fps]
         roots = roots if roots is not None else self._batch_roots(array)
-        columns, leaves = roots.buckets, roots.leaves
         if roots.fps is not None:
-            return self._filter_batch(fps, array, columns, roots.fps)  # type: ignore[arg-type]
-        cache = self.cache
-        cache.clock += 1
-        answers = []
-        for fp, found, leaf in zip(fps, zip(*columns, strict=True), leaves.tolist(), strict=True):
-            if not leaf:  # a root not cached or split: the general query (it may load and evict
-                answers.append(self.query(fp))  # buckets; the columns' objects still answer right)
-                continue
-            for bucket in found:
-                bucket.used = cache.clock
-            answers.append(self._filter_roots(fp, found))  # type: ignore[arg-type]
-        cache.hits += int(leaves.sum()) * len(columns)
+            return self._filter_batch(fps, array, roots.buckets, roots.fps)  # type: ignore[arg-type]
+        # Some roots are split or not cached. The documents whose roots are all cached leaves (or
+        # not cached at all in a complete cache: empty buckets) still go through the batch filter;
+        # the others take one query each, after it (a query may load and evict buckets).
+        fast = roots.unsplit if self.cache.complete else roots.leaves
+        answers: list[list[IndexHit]] = [[] for _ in fps]
+        chosen = np.flatnonzero(fast).tolist()
+        if chosen:
+            columns = [[_EMPTY if column[i] is None else column[i] for i in chosen] for column in roots.buckets]
+            filtered = self._filter_batch(
+                [fps[i] for i in chosen], array[chosen], columns,  # type: ignore[arg-type]
+                [list(map(_BUCKET_FPS, column)) for column in columns],
+            )
+            for i, answer in zip(chosen, filtered, strict=True):
+                answers[i] = answer
+        for i in np.flatnonzero(~fast).tolist():
+            answers[i] = self.query(fps[i])
         return answers
 
     def _filter_batch(
@@ -547,8 +555,8 @@ class BlockIndex:
         self._dirty += n
         if self._dirty >= STATS_EVERY:
             self._checkpoint()
-        # as _add: the entries into the cached roots, the level counters, then splits. The appends
-        # run in C (map); the sizes each append passed through are read after them (below).
+        # as _add: the entries into the cached roots (appends run in C, by map), the level counters
+        # (per distinct bucket: its size before and after the batch), then splits
         min_split = self.policy.min_split
         big: list[tuple[int, int]] = []
         handles = range(start, start + n)
@@ -559,14 +567,13 @@ class BlockIndex:
             before = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
             deque(map(_array_append, handles_column, handles), maxlen=0)
             deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
-            # per distinct bucket (block value): its size before and after the batch
             _, first, added = np.unique(table_blocks[t], return_index=True, return_counts=True)
             after = before[first] + added
             level.regrow(before[first], after)
             if after.max() >= min_split:
                 big += [(t, i) for i in first[after >= min_split].tolist()]
         self.cache.grew_entries(n * len(fps_columns))
-        for t, i in {id(handles_columns[t][i]): (t, i) for t, i in big}.values():
+        for t, i in big:  # one position per bucket (np.unique's first)
             key = self._root_keys(fps[i])[t]
             bucket = self.cache.buckets.get(key)  # not evicted by grew_entries
             if bucket is not None:

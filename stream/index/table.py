@@ -101,6 +101,7 @@ class BucketCache:
         # each is a cached leaf (not split): the batch calls test a whole batch at once
         self.roots: list[list[Bucket | None] | None] = []
         self.leaf_roots: list[np.ndarray | None] = []
+        self.split_roots: list[np.ndarray | None] = []  # and which are cached split buckets
         self._root_len: dict[int, int] = {}  # table id -> length of a top-level key
         self.clock = 0  # public for BlockIndex's hot path, which stamps its k + 1 roots inline
         # True while the cache holds every bucket there is (set by an index that opened an empty store
@@ -124,9 +125,11 @@ class BucketCache:
         while len(self.roots) <= table_id:
             self.roots.append(None)
             self.leaf_roots.append(None)
+            self.split_roots.append(None)
         slots: list[Bucket | None] = [None] * (1 << (8 * top_len))
         self.roots[table_id] = slots
         self.leaf_roots[table_id] = np.zeros(len(slots), dtype=np.bool_)
+        self.split_roots[table_id] = np.zeros(len(slots), dtype=np.bool_)
         self._root_len[table_id] = 1 + top_len
         for key, bucket in self.buckets.items():
             self._file(key, bucket)
@@ -175,19 +178,21 @@ class BucketCache:
         self.complete = False
         self.buckets.clear()
         self._entries = 0
-        for slots, leaves in zip(self.roots, self.leaf_roots, strict=True):
-            if slots is not None and leaves is not None:
+        for slots, leaves, splits in zip(self.roots, self.leaf_roots, self.split_roots, strict=True):
+            if slots is not None and leaves is not None and splits is not None:
                 slots[:] = [None] * len(slots)
                 leaves[:] = False
+                splits[:] = False
 
     def _file(self, key: bytes, bucket: Bucket | None) -> None:
         """Keep the slot of a top-level key in step with the cache (None: evicted)."""
         if key and self._root_len.get(key[0]) == len(key):
-            slots, leaves = self.roots[key[0]], self.leaf_roots[key[0]]
-            assert slots is not None and leaves is not None
+            slots, leaves, splits = self.roots[key[0]], self.leaf_roots[key[0]], self.split_roots[key[0]]
+            assert slots is not None and leaves is not None and splits is not None
             value = int.from_bytes(key[1:], "big")
             slots[value] = bucket
             leaves[value] = bucket is not None and not bucket.split
+            splits[value] = bucket is not None and bucket.split
 
     def _evict(self) -> None:
         target = self.max_bytes * self.EVICT_TO
