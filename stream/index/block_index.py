@@ -6,9 +6,13 @@ are LSH band tables; all share one store, one read cache and one statistics view
 Besides the bucket keys (table.py), each document has three small records::
 
     0xFD doc_id(utf-8)           -> handle(5)                          by id: delete, redelivery
-    0xFC handle(5)               -> fp(8) ts(8) mask bands doc_id      by handle: hits, delete
+    0xFC handle(5)               -> fp(8) ts(8) n(1) idlen(4) mask bands doc_id payload
+                                                                       by handle: hits, delete
     0xFE ts(8, order-preserving) handle(5) -> b""                      by event time: expire
     0xFF b"config" | b"stats" | b"handle"                              index metadata
+
+The payload is the caller's opaque bytes (the detector's serialized fingerprint with its sketch),
+returned with every hit: one record per document, read by the same multi-get that finds the hits.
 
 A handle is a per-store sequence number; entries carry it (5 bytes) instead of the doc id so that a
 long id is stored twice, not k + 1 + 2 times. Handles are reserved in blocks (one metadata write per
@@ -44,12 +48,11 @@ HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
-FORMAT_VERSION = 2  # 2: simhash entries keep a 32-bit filter instead of the whole rest
+FORMAT_VERSION = 3  # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
-_RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands
-_HIT_HEAD = struct.Struct(">Qd")  # what a hit needs besides the doc id
+_RECORD_HEAD = struct.Struct(">QdBI")  # fingerprint, ts, number of bands, doc id length (bytes)
 _SIGN = 1 << 63
 _PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
 _ALL = (1 << 64) - 1
@@ -63,6 +66,7 @@ class IndexHit(NamedTuple):
     ts: float
     fingerprint: int
     via: str  # "simhash" (distance <= k, exact) or "band" (shares an LSH band bucket)
+    payload: bytes = b""  # what the insert stored with the document
 
 
 class _Record(NamedTuple):
@@ -71,6 +75,7 @@ class _Record(NamedTuple):
     tables: frozenset[int]
     bands: tuple[tuple[int, int], ...]
     doc_id: str
+    payload: bytes = b""
 
 
 def ts_key(ts: float) -> bytes:
@@ -217,10 +222,12 @@ class BlockIndex:
         ts: float = 0.0,
         bands: Sequence[tuple[int, int]] = (),
         tables: Collection[int] | None = None,
+        payload: bytes = b"",
     ) -> None:
         """Index a document. Idempotent for a redelivery; a new fingerprint, ts or bands replaces it.
 
-        Re-inserting the same document with other ``tables`` adds the missing tables.
+        Re-inserting the same document with other ``tables`` adds the missing tables; with another
+        ``payload`` rewrites the record. Queries return ``payload`` with the document's hits.
         """
         if not 0 <= fingerprint < self._limit:
             self._check_fingerprint(fingerprint)
@@ -236,12 +243,13 @@ class BlockIndex:
         if raw_handle is not None:
             old = self._record(raw_handle)
             if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
-                if used <= old.tables:
+                if used <= old.tables and old.payload == payload:
                     return
-                self._add(int.from_bytes(raw_handle, "big"), old._replace(tables=old.tables | used), used - old.tables)
+                self._add(int.from_bytes(raw_handle, "big"), old._replace(tables=old.tables | used, payload=payload),
+                          used - old.tables)
                 return
             self._delete_handle(raw_handle, old)
-        record = _Record(fingerprint, ts, used, band_pairs, doc_id)
+        record = _Record(fingerprint, ts, used, band_pairs, doc_id, payload)
         self._add(self._allocate_handle(), record, used, id_key=id_key)
 
     def query(
@@ -316,13 +324,15 @@ class BlockIndex:
     def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
         """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
         k = self.k
+        head = _RECORD_HEAD.size + self._mask_len
+        unpack = _RECORD_HEAD.unpack_from
         handles = list(near | band)
         raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
                 continue
-            stored, ts = _HIT_HEAD.unpack_from(value)
+            stored, ts, nbands, id_len = unpack(value)
             distance = (stored ^ fingerprint).bit_count()
             if distance <= k and handle in near:
                 via = "simhash"
@@ -330,7 +340,10 @@ class BlockIndex:
                 via = "band"
             else:  # passed the filter only on the bits the entries keep
                 continue
-            hits.append(IndexHit(self._doc_id_of(value), distance, ts, stored, via))
+            start = head + 16 * nbands
+            stop = start + id_len
+            hits.append(IndexHit(value[start:stop].decode("utf-8", "surrogatepass"), distance, ts, stored, via,
+                                 value[stop:]))
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
@@ -435,9 +448,9 @@ class BlockIndex:
         """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
         scan of HANDLE_NS returns it). They are a function of the records, so a changelog-backed
         store may leave them out of its log and rebuild them with this after recovery."""
-        hb = handle_key[1:]
-        _, ts = _HIT_HEAD.unpack_from(value)
-        return lookup_puts(hb, ts, doc_key(self._doc_id_of(value)))
+        _, ts, nbands, id_len = _RECORD_HEAD.unpack_from(value)
+        start = _RECORD_HEAD.size + self._mask_len + 16 * nbands
+        return lookup_puts(handle_key[1:], ts, DOC_NS + value[start : start + id_len])
 
     def flush(self) -> None:
         self._checkpoint()
@@ -469,6 +482,12 @@ class BlockIndex:
         if raw is None:
             self._kv.put(META_NS + b"config", json.dumps(config).encode())
         elif json.loads(raw) != config:
+            stored = json.loads(raw)
+            if stored.get("version") != FORMAT_VERSION:
+                raise ValueError(
+                    f"store has block-index format version {stored.get('version')}, this code reads version "
+                    f"{FORMAT_VERSION} only: rebuild it (dedup scan: a new --state directory; the service: a "
+                    "new app_id, or delete its state and changelog topics)")
             raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
 
     def _check_fingerprint(self, fingerprint: int) -> None:
@@ -598,11 +617,6 @@ class BlockIndex:
             self._stats.documents -= 1
         self._mutated()
 
-    def _doc_id_of(self, value: bytes) -> str:
-        """The doc id at the end of an encoded record (cheaper than decoding all of it)."""
-        nbands = value[_RECORD_HEAD.size - 1]  # the head's last field
-        return value[_RECORD_HEAD.size + self._mask_len + 16 * nbands :].decode("utf-8", "surrogatepass")
-
     def _fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
         """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
         values = self._kv.multi_get([HANDLE_NS + raw for raw in raw_handles])
@@ -628,14 +642,14 @@ class BlockIndex:
         mask = self._masks.get(record.tables)
         if mask is None:
             mask = self._masks[record.tables] = sum(1 << t for t in record.tables).to_bytes(self._mask_len, "little")
-        head = _RECORD_HEAD.pack(record.fingerprint, record.ts, len(record.bands))
         doc_id = record.doc_id.encode("utf-8", "surrogatepass")
+        head = _RECORD_HEAD.pack(record.fingerprint, record.ts, len(record.bands), len(doc_id))
         if not record.bands:
-            return head + mask + doc_id
-        return head + mask + _pack_bands(record.bands) + doc_id
+            return b"".join((head, mask, doc_id, record.payload))
+        return b"".join((head, mask, _pack_bands(record.bands), doc_id, record.payload))
 
     def _decode_record(self, value: bytes) -> _Record:
-        fingerprint, ts, nbands = _RECORD_HEAD.unpack_from(value)
+        fingerprint, ts, nbands, id_len = _RECORD_HEAD.unpack_from(value)
         pos = _RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len
@@ -645,7 +659,8 @@ class BlockIndex:
         )
         pos += 16 * nbands
         tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
-        return _Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"))
+        doc_id = value[pos : pos + id_len].decode("utf-8", "surrogatepass")
+        return _Record(fingerprint, ts, tables, bands, doc_id, value[pos + id_len :])
 
     def _mutated(self) -> None:
         self._version += 1

@@ -12,7 +12,6 @@ agent flushes ``Output`` before acknowledging its batch.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections import defaultdict
@@ -21,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stream.detect import Detector, build_verdict
+from stream.detect.detector import fingerprint_of
 from stream.detect.verdict import later_matches
 from stream.errors import DedupError
-from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
 from stream.index.block_index import HANDLE_NS
 from stream.index.store import BufferedStore, KVStore
@@ -132,8 +132,8 @@ class DocumentStage:
 CHECKPOINT_SECONDS = 5.0
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
-# worker often owns several: decode its fingerprint once, not once per partition.
-fingerprint_of = functools.lru_cache(maxsize=1024)(Fingerprint.from_bytes)
+# worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
+# of decoded payloads: the same bytes come back as later documents' candidates).
 
 
 class ProbeStage:
@@ -161,11 +161,11 @@ class ProbeStage:
             # The index's doc-id and expiry keys are not in the changelog (they follow from its
             # records): derive them from what recovery restored, before the first probe reads them.
             rebuild(HANDLE_NS, BlockIndex(None, k=self.k, bands=self.config.bands, store=store).lookup_keys)
-        # Index and records write through one buffer, drained once per agent batch: one RocksDB
-        # write per partition and batch instead of two per document (record, then index keys).
+        # The index writes through a buffer drained once per agent batch: one RocksDB write per
+        # partition and batch instead of one per document.
         buffered = BufferedStore(store, max_ops=1 << 30)
         index = BlockIndex(None, k=self.k, bands=self.config.bands, store=buffered)
-        opened = self._detectors[partition] = (store, Detector(index, buffered, threshold=self.threshold), buffered)
+        opened = self._detectors[partition] = (store, Detector(index, threshold=self.threshold), buffered)
         return opened
 
     def forget(self, partitions: set[int]) -> None:
