@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stream.detect import Detector, build_verdict
+from stream.detect import Detector
 from stream.detect.detector import fingerprint_of
-from stream.detect.verdict import later_matches
+from stream.detect.verdict import later_matches, make_verdict
 from stream.errors import DedupError
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
@@ -32,13 +32,11 @@ from stream.service.gather import GatherState
 from stream.service.messages import (
     ProbeItem,
     Source,
-    b64,
     dead_letter,
     dumps,
     loads,
     match_from_wire,
     match_to_wire,
-    unb64,
 )
 from stream.service.output import Output
 from stream.service.routing import doc_partition, tables_by_partition
@@ -110,19 +108,20 @@ class DocumentStage:
                 continue
             order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
             targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
-            raw = fp.to_bytes()
             round_id = rec.source.round_id
             if targets:
+                raw = fp.to_bytes()
                 first = min(targets)
                 header = {"expected": len(targets), "source": rec.source.to_json()}
                 for partition, tables in targets.items():
                     probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
                                                        header if partition == first else None).to_json())
             else:  # nothing to probe: the header alone completes the document
-                headers[doc_partition(doc.id, n)].append({
-                    "t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "fp": b64(raw),
-                    "order": list(order), "source": rec.source.to_json(),
-                })
+                header = {"t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "sim": fp.simhash,
+                          "schema": fp.schema, "order": list(order), "source": rec.source.to_json()}
+                if fp.empty:
+                    header["empty"] = True
+                headers[doc_partition(doc.id, n)].append(header)
         for partition, items in probes.items():
             send_list(self.output, self.topics.probe, partition, items)
         for partition, entries in headers.items():
@@ -198,7 +197,8 @@ class ProbeStage:
                 answer = {"t": "answer", "doc": item.doc, "round": item.round, "part": partition,
                           "matches": [match_to_wire(m) for m in matches]}
                 if item.expect is not None:  # the document's header, back with this answer
-                    answer["expect"] = {**item.expect, "fp": b64(item.fp), "order": list(item.order)}
+                    answer["expect"] = {**item.expect, "sim": fp.simhash, "schema": fp.schema,
+                                        "order": list(item.order)}
                 answers[doc_partition(item.doc, self.topics.partitions)].append(answer)
         # Index statistics at most every CHECKPOINT_SECONDS per partition (the index also writes them
         # every 512 mutations), not per batch: 2 changelog records per partition per batch, ~1 per
@@ -264,19 +264,18 @@ class GatherStage:
     @staticmethod
     def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
         order = (float(header["order"][0]), str(header["order"][1]))
-        return state.expect(round_id, int(header["expected"]), unb64(header["fp"]), order,
-                            Source.from_json(header["source"]))
+        return state.expect(round_id, int(header["expected"]), order, Source.from_json(header["source"]),
+                            int(header["sim"]), str(header["schema"]), bool(header.get("empty")))
 
     def _publish(self, state: GatherState) -> None:
-        assert state.fp is not None and state.order is not None and state.source is not None
-        fp = fingerprint_of(state.fp)  # usually decoded moments ago by this worker's probe stage
-        verdict = build_verdict(fp, state.order, state.matches.values())
+        assert state.simhash is not None and state.order is not None and state.source is not None
+        verdict = make_verdict(state.doc, state.simhash, state.empty, state.order, state.matches.values())
         now = self.clock()
         body = verdict.to_json()
         body.update({
             "source": state.source.to_json(),
             "processed_at": round(now, 6),
-            "schema": fp.schema,
+            "schema": state.schema,
             "order": list(state.order),
             "revised": state.revised,
         })
