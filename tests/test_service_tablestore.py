@@ -29,6 +29,9 @@ class LogOutput:
     def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
         self.log.append((key, value))
 
+    def changelog_many(self, topic: str, partition: int, ops: list[tuple[bytes, bytes | None]]) -> None:
+        self.log.extend(ops)
+
 
 def open_store(path: Path, output: LogOutput) -> FaustTableStore:
     db = Rdict(str(path), Options(raw_mode=True))

@@ -97,6 +97,9 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
         def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
             pass
 
+        def changelog_many(self, topic: str, partition: int, ops: object) -> None:
+            pass
+
     out = Out()
     topics = Topics("probe", "gather", "verdicts", "dlq", 4)
     config = FingerprintConfig(segmenter="auto")
@@ -152,3 +155,30 @@ def test_send_list_splits_large_batches_below_the_limit() -> None:
     out.sent.clear()
     send_list(out, "t", 1, [], limit=10)  # type: ignore[arg-type]
     assert out.sent == []
+
+
+def test_output_counts_every_record_of_a_batch_and_fails_it_on_delivery_errors() -> None:
+    """Each record of a batch (send, changelog, changelog_many) has exactly one delivery report: with
+    an unreachable broker every one times out, and flush fails with their errors (a miscount would
+    hang until flush's own timeout instead)."""
+    import asyncio
+
+    import pytest
+
+    from stream.service.output import Output, OutputError
+
+    async def run() -> None:
+        out = Output({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 300, "log_level": 0,
+                      "enable.idempotence": False})
+        batch = out.mark()
+        out.changelog_many("t-changelog", 0, [(b"a", b"1"), (b"b", None)])
+        out.changelog("t-changelog", 1, b"c", b"2")
+        out.send("t", b"k", b"v", partition=0)
+        assert batch.pending == 4
+        with pytest.raises(OutputError) as failed:
+            await out.flush(batch, timeout=20)
+        assert "not delivered within" not in str(failed.value)
+        assert batch.pending == 0 and len(batch.errors) == 4
+        out.close(timeout=1)
+
+    asyncio.run(run())

@@ -42,7 +42,7 @@ from stream.service.output import Output
 from stream.service.routing import doc_partition, tables_by_partition
 
 # Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
-# of 64 messages can answer hundreds of documents, each header carrying a ~0.7 KB fingerprint.
+# of 64 messages can answer hundreds of documents; a probe item carries a ~0.7 KB fingerprint.
 MAX_MESSAGE_BYTES = 256 << 10
 
 
