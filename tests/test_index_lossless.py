@@ -206,6 +206,19 @@ def test_payloads_come_back_with_hits_and_follow_reinserts(tmp_path: Path) -> No
     reopened.close()
 
 
+def test_a_record_without_payload_keeps_the_format_2_layout() -> None:
+    """Only the payload flag and length are new: writers of payload-less records (the batch inserts)
+    and format 2 produce the same bytes."""
+    import struct
+
+    index = BlockIndex(k=3)
+    index.insert(0xABC, "id-é", 2.5)
+    index.insert(0xDEF, "other", 3.5, payload=b"p")
+    records = dict(index.store.scan_prefix(b"\xfc"))
+    assert struct.pack(">QdB", 0xABC, 2.5, 0) + b"\x0f" + "id-é".encode() in records.values()
+    assert struct.pack(">QdB", 0xDEF, 3.5, 0x80) + b"\x0f" + b"\x00\x00\x00\x01p" + b"other" in records.values()
+
+
 def test_tiny_cache_gives_the_same_answers() -> None:
     docs = make_set(11, 3, 800, "two_blocks")
     small = BlockIndex(k=3, cache_bytes=4096, **FORCED)  # type: ignore[arg-type]

@@ -6,13 +6,15 @@ are LSH band tables; all share one store, one read cache and one statistics view
 Besides the bucket keys (table.py), each document has three small records::
 
     0xFD doc_id(utf-8)           -> handle(5)                          by id: delete, redelivery
-    0xFC handle(5)               -> fp(8) ts(8) n(1) idlen(4) mask bands doc_id payload
+    0xFC handle(5)               -> fp(8) ts(8) n(1) mask bands [len(4) payload] doc_id
                                                                        by handle: hits, delete
     0xFE ts(8, order-preserving) handle(5) -> b""                      by event time: expire
     0xFF b"config" | b"stats" | b"handle"                              index metadata
 
 The payload is the caller's opaque bytes (the detector's serialized fingerprint with its sketch),
 returned with every hit: one record per document, read by the same multi-get that finds the hits.
+``n`` is the number of bands, plus ``PAYLOAD_FLAG`` when a payload (with its length) follows them: a
+record without one is laid out as in format 2.
 
 A handle is a per-store sequence number; entries carry it (5 bytes) instead of the doc id so that a
 long id is stored twice, not k + 1 + 2 times. Handles are reserved in blocks (one metadata write per
@@ -52,7 +54,9 @@ FORMAT_VERSION = 3  # 2: simhash entries keep a 32-bit filter instead of the who
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
-_RECORD_HEAD = struct.Struct(">QdBI")  # fingerprint, ts, number of bands, doc id length (bytes)
+_RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands (+ PAYLOAD_FLAG)
+PAYLOAD_FLAG = 0x80  # in the record head's band count: a payload follows the bands
+_PAYLOAD_LEN = struct.Struct(">I")
 _SIGN = 1 << 63
 _PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
 _ALL = (1 << 64) - 1
@@ -93,6 +97,16 @@ def ts_from_key(raw: bytes) -> float:
 
 def _pack_bands(pairs: Sequence[tuple[int, int]]) -> bytes:
     return struct.pack(f">{2 * len(pairs)}Q", *[x for pair in pairs for x in pair])
+
+
+def _tail(value: bytes, pos: int, n: int) -> tuple[bytes, int]:
+    """A record's payload and where its doc id starts, from ``pos`` = the end of the mask and the
+    head's band count ``n``."""
+    pos += 16 * (n & ~PAYLOAD_FLAG)
+    if not n & PAYLOAD_FLAG:
+        return b"", pos
+    (size,) = _PAYLOAD_LEN.unpack_from(value, pos)
+    return value[pos + 4 : pos + 4 + size], pos + 4 + size
 
 
 def doc_key(doc_id: str) -> bytes:
@@ -136,6 +150,8 @@ class BlockIndex:
     ) -> None:
         if k + 1 + bands > MAX_TABLES:
             raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
+        if bands >= PAYLOAD_FLAG:
+            raise ValueError(f"at most {PAYLOAD_FLAG - 1} bands")
         if store is None:
             store = MemoryStore() if path is None else RocksStore(path, wal=wal)
             self._owns_store = True
@@ -325,14 +341,14 @@ class BlockIndex:
         """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
         k = self.k
         head = _RECORD_HEAD.size + self._mask_len
-        unpack = _RECORD_HEAD.unpack_from
+        unpack, unpack_len = _RECORD_HEAD.unpack_from, _PAYLOAD_LEN.unpack_from
         handles = list(near | band)
         raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
                 continue
-            stored, ts, nbands, id_len = unpack(value)
+            stored, ts, n = unpack(value)
             distance = (stored ^ fingerprint).bit_count()
             if distance <= k and handle in near:
                 via = "simhash"
@@ -340,10 +356,13 @@ class BlockIndex:
                 via = "band"
             else:  # passed the filter only on the bits the entries keep
                 continue
-            start = head + 16 * nbands
-            stop = start + id_len
-            hits.append(IndexHit(value[start:stop].decode("utf-8", "surrogatepass"), distance, ts, stored, via,
-                                 value[stop:]))
+            pos = head + 16 * (n & ~PAYLOAD_FLAG)
+            payload = b""
+            if n & PAYLOAD_FLAG:  # _tail, inline
+                (size,) = unpack_len(value, pos)
+                payload = value[pos + 4 : pos + 4 + size]
+                pos += 4 + size
+            hits.append(IndexHit(value[pos:].decode("utf-8", "surrogatepass"), distance, ts, stored, via, payload))
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
@@ -448,9 +467,9 @@ class BlockIndex:
         """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
         scan of HANDLE_NS returns it). They are a function of the records, so a changelog-backed
         store may leave them out of its log and rebuild them with this after recovery."""
-        _, ts, nbands, id_len = _RECORD_HEAD.unpack_from(value)
-        start = _RECORD_HEAD.size + self._mask_len + 16 * nbands
-        return lookup_puts(handle_key[1:], ts, DOC_NS + value[start : start + id_len])
+        _, ts, n = _RECORD_HEAD.unpack_from(value)
+        _, start = _tail(value, _RECORD_HEAD.size + self._mask_len, n)
+        return lookup_puts(handle_key[1:], ts, DOC_NS + value[start:])
 
     def flush(self) -> None:
         self._checkpoint()
@@ -643,13 +662,19 @@ class BlockIndex:
         if mask is None:
             mask = self._masks[record.tables] = sum(1 << t for t in record.tables).to_bytes(self._mask_len, "little")
         doc_id = record.doc_id.encode("utf-8", "surrogatepass")
-        head = _RECORD_HEAD.pack(record.fingerprint, record.ts, len(record.bands), len(doc_id))
-        if not record.bands:
-            return b"".join((head, mask, doc_id, record.payload))
-        return b"".join((head, mask, _pack_bands(record.bands), doc_id, record.payload))
+        payload = record.payload
+        n = len(record.bands) | (PAYLOAD_FLAG if payload else 0)
+        parts = [_RECORD_HEAD.pack(record.fingerprint, record.ts, n), mask]
+        if record.bands:
+            parts.append(_pack_bands(record.bands))
+        if payload:
+            parts += (_PAYLOAD_LEN.pack(len(payload)), payload)
+        parts.append(doc_id)
+        return b"".join(parts)
 
     def _decode_record(self, value: bytes) -> _Record:
-        fingerprint, ts, nbands, id_len = _RECORD_HEAD.unpack_from(value)
+        fingerprint, ts, n = _RECORD_HEAD.unpack_from(value)
+        nbands = n & ~PAYLOAD_FLAG
         pos = _RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len
@@ -659,8 +684,8 @@ class BlockIndex:
         )
         pos += 16 * nbands
         tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
-        doc_id = value[pos : pos + id_len].decode("utf-8", "surrogatepass")
-        return _Record(fingerprint, ts, tables, bands, doc_id, value[pos + id_len :])
+        payload, pos = _tail(value, pos - 16 * nbands, n)
+        return _Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
 
     def _mutated(self) -> None:
         self._version += 1
