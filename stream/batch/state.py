@@ -63,7 +63,10 @@ def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: f
         if meta["k"] != k:
             raise ConfigError(f"state {root} was built with k={meta['k']}, not k={k}")
         next_seq = int(meta["next_seq"])
-    index = BlockIndex(str(root / "index"), k=k, bands=config.bands)
+    try:
+        index = BlockIndex(str(root / "index"), k=k, bands=config.bands)
+    except ValueError as exc:  # e.g. an index of an older format: say which directory, without a traceback
+        raise ConfigError(f"state {root}: {exc}") from exc
     state = ScanState(fingerprinter, Detector(index, threshold), next_seq, root)
     state.save()
     return state
