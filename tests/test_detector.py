@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stream.detect import Detector
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
 
 POEM = "床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。白日依山盡，黃河入海流。欲窮千里目，更上一層樓。"
 OTHER = "春眠不覺曉，處處聞啼鳥。夜來風雨聲，花落知多少。千山鳥飛絕，萬徑人蹤滅。孤舟蓑笠翁，獨釣寒江雪。"
@@ -12,8 +12,7 @@ OTHER = "春眠不覺曉，處處聞啼鳥。夜來風雨聲，花落知多少�
 
 def test_a_replaced_record_is_verified_with_its_new_content() -> None:
     fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
-    store = MemoryStore()
-    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.bands), store)
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.bands))
 
     def probe(doc_id: str, text: str, ts: float) -> list[str]:
         fp = fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text}))

@@ -170,6 +170,55 @@ def test_reopen_with_other_k_is_refused(tmp_path: Path) -> None:
         BlockIndex(str(tmp_path / "i"), k=2)
 
 
+def test_a_store_of_format_2_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    import json
+
+    from stream.index import RocksStore
+
+    store = RocksStore(str(tmp_path / "i"))
+    store.put(b"\xffconfig", json.dumps({"version": 2, "k": 3, "bits": 64, "bands": 0}).encode())
+    store.close()
+    with pytest.raises(ValueError, match="format version 2, this code reads version 3"):
+        BlockIndex(str(tmp_path / "i"), k=3)
+
+
+def test_payloads_come_back_with_hits_and_follow_reinserts(tmp_path: Path) -> None:
+    """Format 3: a record keeps the caller's payload; a redelivery with the same payload writes
+    nothing, another payload (same fingerprint) rewrites the record, more tables keep it."""
+    path = str(tmp_path / "i")
+    index = BlockIndex(path, k=3, bands=2)
+    bands = ((1, 2), (3, 4))
+    index.insert(0xABC, "a", 1.0, bands, payload=b"first")
+    index.insert(0xABC ^ 1, "b", 2.0, bands, tables=[0], payload=b"")
+    assert {(h.doc_id, h.payload) for h in index.query(0xABC, bands)} == {("a", b"first"), ("b", b"")}
+    version = index._version
+    index.insert(0xABC, "a", 1.0, bands, payload=b"first")  # redelivery: nothing written
+    assert index._version == version
+    index.insert(0xABC, "a", 1.0, bands, payload=b"second \x00 \xff")
+    index.insert(0xABC ^ 1, "b", 2.0, bands, payload=b"b")  # more tables, new payload
+    index.close()
+    reopened = BlockIndex(path, k=3, bands=2)
+    hits = reopened.query(0xABC, bands)
+    assert [(h.doc_id, h.payload, h.via) for h in hits] == [("a", b"second \x00 \xff", "simhash"),
+                                                            ("b", b"b", "simhash")]
+    assert {h.doc_id for h in reopened.query(0xABC ^ 0xFFFF, bands)} == {"a", "b"}  # via the bands
+    assert reopened.delete("a") and [h.doc_id for h in reopened.query(0xABC, bands)] == ["b"]
+    reopened.close()
+
+
+def test_a_record_without_payload_keeps_the_format_2_layout() -> None:
+    """Only the payload flag and length are new: writers of payload-less records (the batch inserts)
+    and format 2 produce the same bytes."""
+    import struct
+
+    index = BlockIndex(k=3)
+    index.insert(0xABC, "id-é", 2.5)
+    index.insert(0xDEF, "other", 3.5, payload=b"p")
+    records = dict(index.store.scan_prefix(b"\xfc"))
+    assert struct.pack(">QdB", 0xABC, 2.5, 0) + b"\x0f" + "id-é".encode() in records.values()
+    assert struct.pack(">QdB", 0xDEF, 3.5, 0x80) + b"\x0f" + b"\x00\x00\x00\x01p" + b"other" in records.values()
+
+
 def test_tiny_cache_gives_the_same_answers() -> None:
     docs = make_set(11, 3, 800, "two_blocks")
     small = BlockIndex(k=3, cache_bytes=4096, **FORCED)  # type: ignore[arg-type]

@@ -68,6 +68,16 @@ def test_state_carries_over_between_runs(tmp_path: Path) -> None:
     assert found_pairs(v1 + v2) == truth_pairs()  # pairs across the two runs are found too
     result = CliRunner().invoke(main, ["scan", str(second), "--state", state, "--bands", "8"])
     assert result.exit_code != 0 and "schema" in result.output
+    # a state directory of an older index format is refused with a message, not a traceback
+    from stream.index import RocksStore
+
+    index = RocksStore(str(tmp_path / "state" / "index"))
+    config = json.loads(index.get(b"\xffconfig") or b"{}")
+    index.put(b"\xffconfig", json.dumps({**config, "version": 2}).encode())
+    index.close()
+    result = CliRunner().invoke(main, ["scan", str(second), "--state", state])
+    assert result.exit_code != 0 and "format version 2" in result.output and result.exception is not None
+    assert isinstance(result.exception, SystemExit)
 
 
 @pytest.mark.parametrize("bands", ["0"])

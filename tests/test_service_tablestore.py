@@ -29,6 +29,9 @@ class LogOutput:
     def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
         self.log.append((key, value))
 
+    def changelog_many(self, topic: str, partition: int, ops: list[tuple[bytes, bytes | None]]) -> None:
+        self.log.extend(ops)
+
 
 def open_store(path: Path, output: LogOutput) -> FaustTableStore:
     db = Rdict(str(path), Options(raw_mode=True))
@@ -61,12 +64,14 @@ def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tm
     index = BlockIndex(None, k=K, store=store, **FORCED)  # type: ignore[arg-type]
     docs = make_set(3, K, 80, "one_block")
     for i, (doc_id, fp) in enumerate(docs.items()):
-        index.insert(fp, doc_id, ts=float(i % 7))
+        index.insert(fp, doc_id, ts=float(i % 7), payload=doc_id.encode() * (i % 3))
     assert index.delete(next(iter(docs)))
     assert index.stats().splits > 0
     assert not [key for key, _ in out.log if key[0] in DOC_NS + EXPIRY_NS]
-    recovered, _, _ = recover(tmp_path / "taken-over", out.log)
+    recovered, reopened, _ = recover(tmp_path / "taken-over", out.log)
     assert items(recovered.db) == items(store.db)
+    for i, (doc_id, fp) in enumerate(list(docs.items())[1:], start=1):  # payloads come back with the hits
+        assert {h.doc_id: h.payload for h in reopened.query(fp)}[doc_id] == doc_id.encode() * (i % 3)
     # derived keys left from an earlier assignment (here: of the deleted document) are dropped
     recovered.db.put(DOC_NS + b"gone", b"\x00\x00\x00\x00\x09")
     recovered.db.put(EXPIRY_NS + bytes(8) + b"\x00\x00\x00\x00\x09", b"")

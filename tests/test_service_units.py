@@ -50,18 +50,19 @@ def _match(i: str, ts: float) -> Match:
 def test_gather_completes_after_all_partitions_and_redelivery_is_idempotent() -> None:
     st = GatherState("d")
     assert not st.answer("r1", 0, [_match("a", 1.0)])  # answer before its header: kept
-    assert not st.expect("r1", 2, b"fp", (5.0, "d"), SRC)
+    assert not st.expect("r1", 2, (5.0, "d"), SRC, 0xABC, "schema-1")
     assert st.answer("r1", 3, [_match("d", 5.0), _match("b", 9.0)])  # itself is never a match
     assert set(st.matches) == {"a", "b"}
     st.published = True
     again = GatherState.from_json(json.loads(json.dumps(st.to_json())))
+    assert (again.simhash, again.schema, again.empty) == (0xABC, "schema-1", False)
     assert again.answer("r1", 0, [_match("a", 1.0)])  # redelivered round: complete again, same set
     assert set(again.matches) == {"a", "b"} and not again.revised
 
 
 def test_gather_revision_only_republishes_new_matches_after_publication() -> None:
     st = GatherState("d")
-    st.expect("r", 0, b"fp", (5.0, "d"), SRC)
+    st.expect("r", 0, (5.0, "d"), SRC, 0xABC, "schema-1")
     assert not st.revise(_match("e", 1.0))  # not yet published: merged, no extra verdict
     st.published = True
     assert st.revise(_match("f", 2.0)) and st.revised
@@ -80,9 +81,10 @@ def test_wire_formats_round_trip() -> None:
 def test_the_gather_header_rides_with_one_probe_answer() -> None:
     """A document's header goes out in its first target partition's probe item only, comes back
     with that answer, and the gather stage completes the document from answers alone."""
-    from stream.fingerprint import FingerprintConfig
+    from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
     from stream.index import MemoryStore
     from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
+    from stream.service.routing import doc_partition
 
     class Out:
         def __init__(self) -> None:
@@ -95,6 +97,9 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
         def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
             pass
 
+        def changelog_many(self, topic: str, partition: int, ops: object) -> None:
+            pass
+
     out = Out()
     topics = Topics("probe", "gather", "verdicts", "dlq", 4)
     config = FingerprintConfig(segmenter="auto")
@@ -102,9 +107,13 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     gather_stores = {p: MemoryStore() for p in range(4)}
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
+    docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
     DocumentStage(config, 3, topics, out).handle(  # type: ignore[arg-type]
         [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
-    assert {t for t, _, _ in out.sent} == {"probe"}  # no separate header messages
+    # no separate header messages, except for the empty document (its header alone completes it)
+    headers = [json.loads(v) for t, _, v in out.sent if t == "gather"]
+    assert [[e["doc"] for e in h] for h in headers] == [["e"]]
+    out.sent = [sent for sent in out.sent if sent[0] == "probe"]
     probes = [(p, [ProbeItem.from_json(d) for d in json.loads(v)]) for _, p, v in out.sent]
     for doc in ("a", "b"):
         items = [(p, it) for p, its in probes for it in its if it.doc == doc]
@@ -115,12 +124,17 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     gather = GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
     answers = list(out.sent)
     out.sent.clear()
+    for v in headers:
+        gather.handle(doc_partition("e", 4), v)
     for _, p, v in answers:
         assert p is not None
         gather.handle(p, json.loads(v))
     verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
-    assert set(verdicts) == {"a", "b"}
+    assert set(verdicts) == {"a", "b", "e"}
     assert [m[0] if isinstance(m, list) else m["id"] for m in verdicts["b"]["matches"]] == ["a"]
+    fp = Fingerprinter(config).fingerprint(parse_document(json.loads(docs[1])))
+    assert (verdicts["b"]["fingerprint"], verdicts["b"]["schema"]) == (fp.hex, fp.schema)
+    assert verdicts["b"]["verdict"] == "duplicate" and verdicts["e"]["verdict"] == "empty"
 
 
 def test_send_list_splits_large_batches_below_the_limit() -> None:
@@ -141,3 +155,30 @@ def test_send_list_splits_large_batches_below_the_limit() -> None:
     out.sent.clear()
     send_list(out, "t", 1, [], limit=10)  # type: ignore[arg-type]
     assert out.sent == []
+
+
+def test_output_counts_every_record_of_a_batch_and_fails_it_on_delivery_errors() -> None:
+    """Each record of a batch (send, changelog, changelog_many) has exactly one delivery report: with
+    an unreachable broker every one times out, and flush fails with their errors (a miscount would
+    hang until flush's own timeout instead)."""
+    import asyncio
+
+    import pytest
+
+    from stream.service.output import Output, OutputError
+
+    async def run() -> None:
+        out = Output({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 300, "log_level": 0,
+                      "enable.idempotence": False})
+        batch = out.mark()
+        out.changelog_many("t-changelog", 0, [(b"a", b"1"), (b"b", None)])
+        out.changelog("t-changelog", 1, b"c", b"2")
+        out.send("t", b"k", b"v", partition=0)
+        assert batch.pending == 4
+        with pytest.raises(OutputError) as failed:
+            await out.flush(batch, timeout=20)
+        assert "not delivered within" not in str(failed.value)
+        assert batch.pending == 0 and len(batch.errors) == 4
+        out.close(timeout=1)
+
+    asyncio.run(run())

@@ -1,6 +1,6 @@
 """The detector's state for ``dedup scan``: in memory, or a directory kept between runs.
 
-Layout of a state directory: ``index/`` (BlockIndex, RocksDB), ``records/`` (RocksDB: serialized
+Layout of a state directory: ``index/`` (BlockIndex, RocksDB; its records keep the serialized
 fingerprints for verification), ``meta.json`` (schema id, settings, next arrival number). A directory
 built under one fingerprint schema refuses another: fingerprints of different schemas do not compare.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from stream.detect import Detector
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter
-from stream.index import BlockIndex, MemoryStore, RocksStore
+from stream.index import BlockIndex
 
 
 @dataclass
@@ -35,12 +35,10 @@ class ScanState:
         os.replace(tmp, self.path / "meta.json")
         self.fingerprinter.save()
         self.detector.index.flush()
-        self.detector.records.flush()
 
     def close(self) -> None:
         self.save()
         self.detector.index.close()
-        self.detector.records.close()
 
 
 def _meta(fp: Fingerprinter, det: Detector, next_seq: int) -> dict[str, Any]:
@@ -52,7 +50,7 @@ def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: f
     fingerprinter = Fingerprinter(config, idf_path=str(Path(path) / "idf.json") if path else None)
     if path is None:
         index = BlockIndex(None, k=k, bands=config.bands)
-        return ScanState(fingerprinter, Detector(index, MemoryStore(), threshold), 0, None)
+        return ScanState(fingerprinter, Detector(index, threshold), 0, None)
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     next_seq = 0
@@ -65,8 +63,10 @@ def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: f
         if meta["k"] != k:
             raise ConfigError(f"state {root} was built with k={meta['k']}, not k={k}")
         next_seq = int(meta["next_seq"])
-    index = BlockIndex(str(root / "index"), k=k, bands=config.bands)
-    records = RocksStore(str(root / "records"))
-    state = ScanState(fingerprinter, Detector(index, records, threshold), next_seq, root)
+    try:
+        index = BlockIndex(str(root / "index"), k=k, bands=config.bands)
+    except ValueError as exc:  # e.g. an index of an older format: say which directory, without a traceback
+        raise ConfigError(f"state {root}: {exc}") from exc
+    state = ScanState(fingerprinter, Detector(index, threshold), next_seq, root)
     state.save()
     return state

@@ -25,7 +25,7 @@ import click
 from stream.bench.common import DEFAULT_OUT, pyplot, save_json, shared_dir
 from stream.detect import Detector
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
 
 Pair = tuple[str, str]
 JACCARD_BANDS = [(0.8, 0.9), (0.9, 1.0), (1.0, 1.01)]
@@ -70,7 +70,7 @@ def _as_input(doc: dict[str, Any]) -> dict[str, Any]:
 def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool) -> set[Pair]:
     fingerprinter = Fingerprinter(config)
     index = BlockIndex(None, k=k, bands=config.bands if verify else 0)
-    detector = Detector(index, MemoryStore())
+    detector = Detector(index)
     found: set[Pair] = set()
     for seq, raw in enumerate(track.docs):
         fp = fingerprinter.fingerprint(parse_document(_as_input(raw)))

@@ -2,53 +2,36 @@
 
 ``probe`` is partition-local (the streaming service calls it once per Kafka partition that owns
 some of the document's block keys, with ``tables`` naming them); ``dedup scan`` calls it once with
-all tables. Records (each indexed document's serialized Fingerprint and order) live in a KVStore
-next to the index.
+all tables. Each indexed document's serialized Fingerprint (with its sketch) is the payload of its
+index record, so the query that finds a candidate also returns what verifies it (index format 3).
 """
 
 from __future__ import annotations
 
 import functools
-import struct
 from collections.abc import Collection
 
 from stream.detect.verdict import Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, similarity
 from stream.index import BlockIndex
-from stream.index.store import KVStore
 
-_ORDER = struct.Struct("<dH")
-
-
-def _record_key(doc_id: str) -> bytes:
-    return b"rec\x00" + doc_id.encode()
-
-
-def encode_record(fp: Fingerprint, order: Order, fp_bytes: bytes | None = None) -> bytes:
-    """``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
-    oid = order[1].encode()
-    return _ORDER.pack(order[0], len(oid)) + oid + (fp_bytes if fp_bytes is not None else fp.to_bytes())
-
-
-def decode_record(raw: bytes) -> tuple[Fingerprint, Order]:
-    ts, n = _ORDER.unpack_from(raw)
-    start = _ORDER.size
-    oid = raw[start : start + n].decode()
-    return Fingerprint.from_bytes(raw[start + n :]), (ts, oid)
-
-
-# Decoding a stored record costs ~55 us, and near-duplicate clusters make the same earlier documents
-# candidates again and again (docs/service.md, "Probe stage"). Keyed by the record's bytes: a
-# replaced record has other bytes, so it is never served stale.
-decode_record_cached = functools.lru_cache(maxsize=4096)(decode_record)
+# Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
+# documents candidates again and again (docs/service.md, "Probe stage"). Keyed by the payload's
+# bytes: a replaced document has other bytes, so it is never served stale. The service decodes the
+# fingerprints of the documents it probes through the same cache: a document probed moments ago is
+# often the next one's candidate.
+fingerprint_of = functools.lru_cache(maxsize=4096)(Fingerprint.from_bytes)
 
 
 class Detector:
-    """Finds every indexed document whose verified similarity to a new one reaches ``threshold``."""
+    """Finds every indexed document whose verified similarity to a new one reaches ``threshold``.
 
-    def __init__(self, index: BlockIndex, records: KVStore, threshold: float = 0.8, mu: float = 0.9) -> None:
+    A document's canonical order is ``(ts, doc id)``: the index stores the ts, so an order's id must
+    be the fingerprint's doc id.
+    """
+
+    def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9) -> None:
         self.index = index
-        self.records = records
         self.threshold = threshold
         self.mu = mu
         self.candidates = 0  # running totals, for statistics
@@ -56,29 +39,28 @@ class Detector:
 
     def probe(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
               insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
+        """``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
         if fp.empty:
             return []
+        if order[1] != fp.doc_id:
+            raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
         bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
-        hits = {h.doc_id: h for h in self.index.query(fp.simhash, bands, tables=tables)
-                if h.doc_id != fp.doc_id}
         matches = []
-        ids = list(hits)
-        raws = self.records.multi_get([_record_key(i) for i in ids]) if ids else []
-        self.candidates += len(ids)
-        for doc_id, raw in zip(ids, raws, strict=True):
-            if raw is None:  # expired or deleted between index and record: not a match any more
+        seen = 0
+        for hit in self.index.query(fp.simhash, bands, tables=tables):
+            if hit.doc_id == fp.doc_id or not hit.payload:  # itself (a redelivery); not the detector's
                 continue
-            other, other_order = decode_record_cached(raw)
+            seen += 1
+            other = fingerprint_of(hit.payload)
             score = similarity(fp, other, fp.spec, self.mu)
             if score >= self.threshold:
                 self.verified += 1
-                matches.append(Match(doc_id, (fp.simhash ^ other.simhash).bit_count(), score, other_order,
-                                     exact=fp.content_hash == other.content_hash))
+                matches.append(Match(hit.doc_id, (fp.simhash ^ other.simhash).bit_count(), score,
+                                     (hit.ts, hit.doc_id), exact=fp.content_hash == other.content_hash))
+        self.candidates += seen
         if insert:
-            # record first: an index entry never points at a missing sketch, even in a changelog
-            # prefix replayed after a crash (the index writes its own keys in commit order)
-            self.records.put(_record_key(fp.doc_id), encode_record(fp, order, fp_bytes))
-            self.index.insert(fp.simhash, fp.doc_id, order[0], bands, tables=tables)
+            payload = fp_bytes if fp_bytes is not None else fp.to_bytes()
+            self.index.insert(fp.simhash, fp.doc_id, order[0], bands, tables=tables, payload=payload)
         return matches
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
@@ -86,4 +68,3 @@ class Detector:
 
     def forget(self, doc_id: str) -> None:
         self.index.delete(doc_id)
-        self.records.delete(_record_key(doc_id))

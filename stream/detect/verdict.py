@@ -73,8 +73,14 @@ def _kind(fp_empty: bool, matches: tuple[Match, ...]) -> str:
 
 def build_verdict(fp: Fingerprint, order: Order, matches: Iterable[Match]) -> Verdict:
     """The verdict for ``fp``: only canonically earlier matches count; sorted by distance, then order."""
-    earlier = _sorted(m for m in matches if m.order < order and m.id != fp.doc_id)
-    return Verdict(fp.doc_id, _kind(fp.empty, earlier), fp.hex, order, earlier)
+    return make_verdict(fp.doc_id, fp.simhash, fp.empty, order, matches)
+
+
+def make_verdict(doc_id: str, simhash: int, empty: bool, order: Order, matches: Iterable[Match]) -> Verdict:
+    """``build_verdict`` from the only parts of the fingerprint a verdict needs (the service's
+    gather stage keeps just these, not the ~0.7 KB fingerprint with its sketch)."""
+    earlier = _sorted(m for m in matches if m.order < order and m.id != doc_id)
+    return Verdict(doc_id, _kind(empty, earlier), f"{simhash:016x}", order, earlier)
 
 
 def later_matches(order: Order, matches: Iterable[Match]) -> list[Match]:

@@ -6,9 +6,15 @@ are LSH band tables; all share one store, one read cache and one statistics view
 Besides the bucket keys (table.py), each document has three small records::
 
     0xFD doc_id(utf-8)           -> handle(5)                          by id: delete, redelivery
-    0xFC handle(5)               -> fp(8) ts(8) mask bands doc_id      by handle: hits, delete
+    0xFC handle(5)               -> fp(8) ts(8) n(1) mask bands [len(4) payload] doc_id
+                                                                       by handle: hits, delete
     0xFE ts(8, order-preserving) handle(5) -> b""                      by event time: expire
     0xFF b"config" | b"stats" | b"handle"                              index metadata
+
+The payload is the caller's opaque bytes (the detector's serialized fingerprint with its sketch),
+returned with every hit: one record per document, read by the same multi-get that finds the hits.
+``n`` is the number of bands, plus ``PAYLOAD_FLAG`` when a payload (with its length) follows them: a
+record without one is laid out as in format 2.
 
 A handle is a per-store sequence number; entries carry it (5 bytes) instead of the doc id so that a
 long id is stored twice, not k + 1 + 2 times. Handles are reserved in blocks (one metadata write per
@@ -49,12 +55,13 @@ HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
-FORMAT_VERSION = 2  # 2: simhash entries keep a 32-bit filter instead of the whole rest
+FORMAT_VERSION = 3  # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
-_RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands
-_HIT_HEAD = struct.Struct(">Qd")  # what a hit needs besides the doc id
+_RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands (+ PAYLOAD_FLAG)
+PAYLOAD_FLAG = 0x80  # in the record head's band count: a payload follows the bands
+_PAYLOAD_LEN = struct.Struct(">I")
 _SIGN = 1 << 63
 _PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
 _ALL = (1 << 64) - 1
@@ -71,6 +78,7 @@ class IndexHit(NamedTuple):
     ts: float
     fingerprint: int
     via: str  # "simhash" (distance <= k, exact) or "band" (shares an LSH band bucket)
+    payload: bytes = b""  # what the insert stored with the document
 
 
 class _Record(NamedTuple):
@@ -79,6 +87,7 @@ class _Record(NamedTuple):
     tables: frozenset[int]
     bands: tuple[tuple[int, int], ...]
     doc_id: str
+    payload: bytes = b""
 
 
 def ts_key(ts: float) -> bytes:
@@ -96,6 +105,16 @@ def ts_from_key(raw: bytes) -> float:
 
 def _pack_bands(pairs: Sequence[tuple[int, int]]) -> bytes:
     return struct.pack(f">{2 * len(pairs)}Q", *[x for pair in pairs for x in pair])
+
+
+def _tail(value: bytes, pos: int, n: int) -> tuple[bytes, int]:
+    """A record's payload and where its doc id starts, from ``pos`` = the end of the mask and the
+    head's band count ``n``."""
+    pos += 16 * (n & ~PAYLOAD_FLAG)
+    if not n & PAYLOAD_FLAG:
+        return b"", pos
+    (size,) = _PAYLOAD_LEN.unpack_from(value, pos)
+    return value[pos + 4 : pos + 4 + size], pos + 4 + size
 
 
 def doc_key(doc_id: str) -> bytes:
@@ -151,6 +170,8 @@ class BlockIndex:
     ) -> None:
         if k + 1 + bands > MAX_TABLES:
             raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
+        if bands >= PAYLOAD_FLAG:
+            raise ValueError(f"at most {PAYLOAD_FLAG - 1} bands")
         if store is None:
             store = MemoryStore() if path is None else RocksStore(path, wal=wal)
             self._owns_store = True
@@ -241,10 +262,12 @@ class BlockIndex:
         ts: float = 0.0,
         bands: Sequence[tuple[int, int]] = (),
         tables: Collection[int] | None = None,
+        payload: bytes = b"",
     ) -> None:
         """Index a document. Idempotent for a redelivery; a new fingerprint, ts or bands replaces it.
 
-        Re-inserting the same document with other ``tables`` adds the missing tables.
+        Re-inserting the same document with other ``tables`` adds the missing tables; with another
+        ``payload`` rewrites the record. Queries return ``payload`` with the document's hits.
         """
         if not 0 <= fingerprint < self._limit:
             self._check_fingerprint(fingerprint)
@@ -260,12 +283,13 @@ class BlockIndex:
         if raw_handle is not None:
             old = self._record(raw_handle)
             if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
-                if used <= old.tables:
+                if used <= old.tables and old.payload == payload:
                     return
-                self._add(int.from_bytes(raw_handle, "big"), old._replace(tables=old.tables | used), used - old.tables)
+                self._add(int.from_bytes(raw_handle, "big"), old._replace(tables=old.tables | used, payload=payload),
+                          used - old.tables)
                 return
             self._delete_handle(raw_handle, old)
-        record = _Record(fingerprint, ts, used, band_pairs, doc_id)
+        record = _Record(fingerprint, ts, used, band_pairs, doc_id, payload)
         self._add(self._allocate_handle(), record, used, id_key=id_key)
 
     def query(
@@ -597,13 +621,15 @@ class BlockIndex:
     def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
         """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
         k = self.k
+        head = _RECORD_HEAD.size + self._mask_len
+        unpack, unpack_len = _RECORD_HEAD.unpack_from, _PAYLOAD_LEN.unpack_from
         handles = list(near | band)
         raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
                 continue
-            stored, ts = _HIT_HEAD.unpack_from(value)
+            stored, ts, n = unpack(value)
             distance = (stored ^ fingerprint).bit_count()
             if distance <= k and handle in near:
                 via = "simhash"
@@ -611,7 +637,13 @@ class BlockIndex:
                 via = "band"
             else:  # passed the filter only on the bits the entries keep
                 continue
-            hits.append(IndexHit(self._doc_id_of(value), distance, ts, stored, via))
+            pos = head + 16 * (n & ~PAYLOAD_FLAG)
+            payload = b""
+            if n & PAYLOAD_FLAG:  # _tail, inline
+                (size,) = unpack_len(value, pos)
+                payload = value[pos + 4 : pos + 4 + size]
+                pos += 4 + size
+            hits.append(IndexHit(value[pos:].decode("utf-8", "surrogatepass"), distance, ts, stored, via, payload))
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
@@ -716,9 +748,9 @@ class BlockIndex:
         """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
         scan of HANDLE_NS returns it). They are a function of the records, so a changelog-backed
         store may leave them out of its log and rebuild them with this after recovery."""
-        hb = handle_key[1:]
-        _, ts = _HIT_HEAD.unpack_from(value)
-        return lookup_puts(hb, ts, doc_key(self._doc_id_of(value)))
+        _, ts, n = _RECORD_HEAD.unpack_from(value)
+        _, start = _tail(value, _RECORD_HEAD.size + self._mask_len, n)
+        return lookup_puts(handle_key[1:], ts, DOC_NS + value[start:])
 
     def flush(self) -> None:
         self._checkpoint()
@@ -753,6 +785,12 @@ class BlockIndex:
             self._kv.put(META_NS + b"config", json.dumps(config).encode())
             return empty
         if json.loads(raw) != config:
+            stored = json.loads(raw)
+            if stored.get("version") != FORMAT_VERSION:
+                raise ValueError(
+                    f"store has block-index format version {stored.get('version')}, this code reads version "
+                    f"{FORMAT_VERSION} only: rebuild it (dedup scan: a new --state directory; the service: a "
+                    "new app_id, or delete its state and changelog topics)")
             raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
         return False
 
@@ -883,11 +921,6 @@ class BlockIndex:
             self._stats.documents -= 1
         self._mutated()
 
-    def _doc_id_of(self, value: bytes) -> str:
-        """The doc id at the end of an encoded record (cheaper than decoding all of it)."""
-        nbands = value[_RECORD_HEAD.size - 1]  # the head's last field
-        return value[_RECORD_HEAD.size + self._mask_len + 16 * nbands :].decode("utf-8", "surrogatepass")
-
     def _fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
         """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
         values = self._kv.multi_get([HANDLE_NS + raw for raw in raw_handles])
@@ -917,14 +950,20 @@ class BlockIndex:
 
     def _encode_record(self, record: _Record) -> bytes:
         mask = self._mask_bytes(record.tables)
-        head = _RECORD_HEAD.pack(record.fingerprint, record.ts, len(record.bands))
         doc_id = record.doc_id.encode("utf-8", "surrogatepass")
-        if not record.bands:
-            return head + mask + doc_id
-        return head + mask + _pack_bands(record.bands) + doc_id
+        payload = record.payload
+        n = len(record.bands) | (PAYLOAD_FLAG if payload else 0)
+        parts = [_RECORD_HEAD.pack(record.fingerprint, record.ts, n), mask]
+        if record.bands:
+            parts.append(_pack_bands(record.bands))
+        if payload:
+            parts += (_PAYLOAD_LEN.pack(len(payload)), payload)
+        parts.append(doc_id)
+        return b"".join(parts)
 
     def _decode_record(self, value: bytes) -> _Record:
-        fingerprint, ts, nbands = _RECORD_HEAD.unpack_from(value)
+        fingerprint, ts, n = _RECORD_HEAD.unpack_from(value)
+        nbands = n & ~PAYLOAD_FLAG
         pos = _RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len
@@ -934,7 +973,8 @@ class BlockIndex:
         )
         pos += 16 * nbands
         tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
-        return _Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"))
+        payload, pos = _tail(value, pos - 16 * nbands, n)
+        return _Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
 
     def _mutated(self) -> None:
         self._version += 1

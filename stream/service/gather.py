@@ -15,13 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stream.detect import Match, Order
-from stream.service.messages import Source, b64, match_from_wire, match_to_wire, unb64
+from stream.service.messages import Source, match_from_wire, match_to_wire
 
 
 @dataclass
 class GatherState:
+    """``simhash``, ``schema`` and ``empty``: all the verdict needs of the fingerprint (from the header)."""
+
     doc: str
-    fp: bytes | None = None
+    simhash: int | None = None
+    schema: str = ""
+    empty: bool = False
     order: Order | None = None
     source: Source | None = None
     round: str | None = None
@@ -35,7 +39,7 @@ class GatherState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "doc": self.doc, "fp": b64(self.fp) if self.fp is not None else None,
+            "doc": self.doc, "sim": self.simhash, "schema": self.schema, "empty": self.empty,
             "order": list(self.order) if self.order else None,
             "source": self.source.to_json() if self.source else None,
             "round": self.round, "expected": self.expected, "got": self.got,
@@ -47,7 +51,8 @@ class GatherState:
     def from_json(cls, d: dict[str, Any]) -> GatherState:
         order = d.get("order")
         return cls(
-            doc=str(d["doc"]), fp=unb64(d["fp"]) if d.get("fp") else None,
+            doc=str(d["doc"]), simhash=None if d.get("sim") is None else int(d["sim"]),
+            schema=str(d.get("schema", "")), empty=bool(d.get("empty")),
             order=(float(order[0]), str(order[1])) if order else None,
             source=Source.from_json(d["source"]) if d.get("source") else None,
             round=d.get("round"), expected=int(d.get("expected", 0)),
@@ -60,7 +65,7 @@ class GatherState:
 
     @property
     def complete(self) -> bool:
-        return (self.fp is not None and self.round is not None
+        return (self.simhash is not None and self.round is not None
                 and len(self.got.get(self.round, ())) >= self.expected)
 
     def _merge(self, matches: list[Match]) -> bool:
@@ -75,11 +80,13 @@ class GatherState:
                 changed = old is None or changed
         return changed
 
-    def expect(self, round_id: str, expected: int, fp: bytes, order: Order, source: Source) -> bool:
+    def expect(self, round_id: str, expected: int, order: Order, source: Source, simhash: int, schema: str,
+               empty: bool = False) -> bool:
         """The document's header; True if this completes the document."""
         if self.round != round_id:
             self.round, self.expected = round_id, expected
-        self.fp, self.order, self.source = fp, order, source
+        self.order, self.source = order, source
+        self.simhash, self.schema, self.empty = simhash, schema, empty
         self.got.setdefault(round_id, [])
         self._forget_old_rounds()
         return self.complete

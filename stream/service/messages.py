@@ -2,12 +2,14 @@
 
 probe topic   (value = JSON list of ProbeItem dicts, one message per target partition per batch)
 gather topic  (value = JSON list of entries, one message per gather partition per batch), entries:
-  {"t": "expect", "doc", "round", "expected", "fp", "order", "source"}   from the document agent
+  {"t": "expect", "doc", "round", "expected", "sim", "schema", "order", "source"[, "empty"]}
+                                                                          from the document agent
   {"t": "answer", "doc", "round", "part", "matches"[, "expect"]}         from the probe agent
   {"t": "revise", "doc", "match"}                                         from the gather agent
 A document with target partitions has no expect entry of its own: its header rides in the probe
-item of its first target partition ("expect": {"expected", "source"}) and comes back, with "fp"
-and "order", in that partition's answer. That saves a gather message per document batch and
+item of its first target partition ("expect": {"expected", "source"}) and comes back, with "sim"
+(the SimHash), "schema" and "order", in that partition's answer. The gather side keeps only these
+(what a verdict needs), never the fingerprint with its sketch. That saves a gather message per document batch and
 partition and, at low load, a second write of the gather state (header and answers in one batch).
 """
 

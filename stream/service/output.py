@@ -17,8 +17,9 @@ A delivery error fails exactly the batch whose record it was.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -39,15 +40,20 @@ class OutputError(RuntimeError):
 
 
 class Batch:
-    """The records one agent batch produced: done when each has its delivery report."""
+    """The records one agent batch produced: done when each has its delivery report.
 
-    __slots__ = ("errors", "loop", "pending", "waiter")
+    ``on_delivery``/``on_changelog``: the delivery callbacks of its records, made once per batch
+    (a closure per record cost ~1.8 us of the ~4.5 us a changelog record took to produce)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("errors", "loop", "on_changelog", "on_delivery", "pending", "waiter")
+
+    def __init__(self, output: Output) -> None:
         self.pending = 0
         self.errors: list[str] = []
         self.waiter: asyncio.Future[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.on_delivery = functools.partial(output._delivered, self)
+        self.on_changelog = functools.partial(output._changelog_delivered, self)
 
 
 class Output:
@@ -55,7 +61,7 @@ class Output:
         self.producer = Producer({**PRODUCER_DEFAULTS, **conf})
         # sends happen on the event loop, delivery reports on the poll thread
         self._lock = threading.Lock()
-        self._loose = Batch()  # records produced outside any agent batch (nobody waits for them)
+        self._loose = Batch(self)  # records produced outside any agent batch (nobody waits for them)
         self._current = self._loose
         self._failed = False
         # changelog (topic, partition) -> highest delivered offset; applied by the owner after flush
@@ -79,13 +85,17 @@ class Output:
                 batch.loop.call_soon_threadsafe(_resolve, batch.waiter)
 
     def _changelog_delivered(self, batch: Batch, err: KafkaError | None, msg: Message) -> None:
-        if err is None:
-            tp = (str(msg.topic()), int(msg.partition() or 0))
-            offset = int(msg.offset() or 0)
-            with self._lock:
-                if offset > self.delivered_offsets.get(tp, -1):
-                    self.delivered_offsets[tp] = offset
-        self._delivered(batch, err, msg)
+        if err is not None:
+            self._delivered(batch, err, msg)
+            return
+        tp = (str(msg.topic()), msg.partition() or 0)
+        offset = msg.offset() or 0
+        with self._lock:  # _delivered's bookkeeping inline: one lock per report
+            if offset > self.delivered_offsets.get(tp, -1):
+                self.delivered_offsets[tp] = offset
+            batch.pending -= 1
+            if batch.pending == 0 and batch.waiter is not None and batch.loop is not None:
+                batch.loop.call_soon_threadsafe(_resolve, batch.waiter)
 
     # -- producing (event loop) ----------------------------------------------------------------
 
@@ -95,28 +105,49 @@ class Output:
         if self._poller is None:
             self._poller = threading.Thread(target=self._poll_loop, name="dedup-output-poll", daemon=True)
             self._poller.start()
-        self._current = Batch()
+        self._current = Batch(self)
         return self._current
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None,
              headers: list[tuple[str, bytes]] | None = None) -> None:
         batch = self._current
-        kwargs: dict[str, Any] = {"key": key, "value": value,
-                                  "on_delivery": lambda err, msg: self._delivered(batch, err, msg)}
+        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": batch.on_delivery}
         if partition is not None:
             kwargs["partition"] = partition
         if headers:
             kwargs["headers"] = headers
-        self._produce(topic, batch, kwargs)
-
-    def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
-        batch = self._current
-        self._produce(topic, batch, {"key": key, "value": value, "partition": partition,
-                                     "on_delivery": lambda err, msg: self._changelog_delivered(batch, err, msg)})
-
-    def _produce(self, topic: str, batch: Batch, kwargs: dict[str, Any]) -> None:
         with self._lock:
             batch.pending += 1
+        self._produce(topic, kwargs)
+
+    def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
+        self.changelog_many(topic, partition, ((key, value),), 1)
+
+    def changelog_many(self, topic: str, partition: int, ops: Sequence[tuple[bytes, bytes | None]],
+                       count: int | None = None) -> None:
+        """Changelog records (key, value; None deletes) to one partition, in order. The per-record
+        path is librdkafka's ``produce`` with positional arguments and the batch's callback (~1.3 us
+        a record; keyword arguments and a closure per record: ~4.5 us, ~25 records per document)."""
+        batch = self._current
+        report = batch.on_changelog
+        n = len(ops) if count is None else count
+        with self._lock:  # counted before producing: no report can bring the batch to 0 early
+            batch.pending += n
+        produce = self.producer.produce
+        done = 0
+        try:
+            for key, value in ops:
+                try:
+                    produce(topic, value, key, partition, report)
+                except BufferError:  # local queue full: drain, then produce this record again
+                    self._produce(topic, {"key": key, "value": value, "partition": partition, "on_delivery": report})
+                done += 1
+        finally:
+            if done < n:  # a produce failed: the rest will never be reported
+                with self._lock:
+                    batch.pending -= n - done
+
+    def _produce(self, topic: str, kwargs: dict[str, Any]) -> None:
         while True:
             try:
                 self.producer.produce(topic, **kwargs)

@@ -12,7 +12,6 @@ agent flushes ``Output`` before acknowledging its batch.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections import defaultdict
@@ -20,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stream.detect import Detector, build_verdict
-from stream.detect.verdict import later_matches
+from stream.detect import Detector
+from stream.detect.detector import fingerprint_of
+from stream.detect.verdict import later_matches, make_verdict
 from stream.errors import DedupError
-from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
 from stream.index.block_index import HANDLE_NS
 from stream.index.store import BufferedStore, KVStore
@@ -32,19 +32,17 @@ from stream.service.gather import GatherState
 from stream.service.messages import (
     ProbeItem,
     Source,
-    b64,
     dead_letter,
     dumps,
     loads,
     match_from_wire,
     match_to_wire,
-    unb64,
 )
 from stream.service.output import Output
 from stream.service.routing import doc_partition, tables_by_partition
 
 # Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
-# of 64 messages can answer hundreds of documents, each header carrying a ~0.7 KB fingerprint.
+# of 64 messages can answer hundreds of documents; a probe item carries a ~0.7 KB fingerprint.
 MAX_MESSAGE_BYTES = 256 << 10
 
 
@@ -110,19 +108,20 @@ class DocumentStage:
                 continue
             order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
             targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
-            raw = fp.to_bytes()
             round_id = rec.source.round_id
             if targets:
+                raw = fp.to_bytes()
                 first = min(targets)
                 header = {"expected": len(targets), "source": rec.source.to_json()}
                 for partition, tables in targets.items():
                     probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
                                                        header if partition == first else None).to_json())
             else:  # nothing to probe: the header alone completes the document
-                headers[doc_partition(doc.id, n)].append({
-                    "t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "fp": b64(raw),
-                    "order": list(order), "source": rec.source.to_json(),
-                })
+                header = {"t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "sim": fp.simhash,
+                          "schema": fp.schema, "order": list(order), "source": rec.source.to_json()}
+                if fp.empty:
+                    header["empty"] = True
+                headers[doc_partition(doc.id, n)].append(header)
         for partition, items in probes.items():
             send_list(self.output, self.topics.probe, partition, items)
         for partition, entries in headers.items():
@@ -132,8 +131,8 @@ class DocumentStage:
 CHECKPOINT_SECONDS = 5.0
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
-# worker often owns several: decode its fingerprint once, not once per partition.
-fingerprint_of = functools.lru_cache(maxsize=1024)(Fingerprint.from_bytes)
+# worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
+# of decoded payloads: the same bytes come back as later documents' candidates).
 
 
 class ProbeStage:
@@ -161,11 +160,11 @@ class ProbeStage:
             # The index's doc-id and expiry keys are not in the changelog (they follow from its
             # records): derive them from what recovery restored, before the first probe reads them.
             rebuild(HANDLE_NS, BlockIndex(None, k=self.k, bands=self.config.bands, store=store).lookup_keys)
-        # Index and records write through one buffer, drained once per agent batch: one RocksDB
-        # write per partition and batch instead of two per document (record, then index keys).
+        # The index writes through a buffer drained once per agent batch: one RocksDB write per
+        # partition and batch instead of one per document.
         buffered = BufferedStore(store, max_ops=1 << 30)
         index = BlockIndex(None, k=self.k, bands=self.config.bands, store=buffered)
-        opened = self._detectors[partition] = (store, Detector(index, buffered, threshold=self.threshold), buffered)
+        opened = self._detectors[partition] = (store, Detector(index, threshold=self.threshold), buffered)
         return opened
 
     def forget(self, partitions: set[int]) -> None:
@@ -198,7 +197,8 @@ class ProbeStage:
                 answer = {"t": "answer", "doc": item.doc, "round": item.round, "part": partition,
                           "matches": [match_to_wire(m) for m in matches]}
                 if item.expect is not None:  # the document's header, back with this answer
-                    answer["expect"] = {**item.expect, "fp": b64(item.fp), "order": list(item.order)}
+                    answer["expect"] = {**item.expect, "sim": fp.simhash, "schema": fp.schema,
+                                        "order": list(item.order)}
                 answers[doc_partition(item.doc, self.topics.partitions)].append(answer)
         # Index statistics at most every CHECKPOINT_SECONDS per partition (the index also writes them
         # every 512 mutations), not per batch: 2 changelog records per partition per batch, ~1 per
@@ -264,19 +264,18 @@ class GatherStage:
     @staticmethod
     def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
         order = (float(header["order"][0]), str(header["order"][1]))
-        return state.expect(round_id, int(header["expected"]), unb64(header["fp"]), order,
-                            Source.from_json(header["source"]))
+        return state.expect(round_id, int(header["expected"]), order, Source.from_json(header["source"]),
+                            int(header["sim"]), str(header["schema"]), bool(header.get("empty")))
 
     def _publish(self, state: GatherState) -> None:
-        assert state.fp is not None and state.order is not None and state.source is not None
-        fp = fingerprint_of(state.fp)  # usually decoded moments ago by this worker's probe stage
-        verdict = build_verdict(fp, state.order, state.matches.values())
+        assert state.simhash is not None and state.order is not None and state.source is not None
+        verdict = make_verdict(state.doc, state.simhash, state.empty, state.order, state.matches.values())
         now = self.clock()
         body = verdict.to_json()
         body.update({
             "source": state.source.to_json(),
             "processed_at": round(now, 6),
-            "schema": fp.schema,
+            "schema": state.schema,
             "order": list(state.order),
             "revised": state.revised,
         })

@@ -65,14 +65,18 @@ class FaustTableStore:
         """Puts (value) and deletes (None) in the given order: one RocksDB batch, the changelog in
         the same order (what ``BufferedStore`` drains into)."""
         batch = self._write_batch_cls(raw_mode=True)
-        unlogged, changelog, topic, partition = self.unlogged, self.output.changelog, self.topic, self.partition
-        for key, value in ops:
+        unlogged = self.unlogged
+        put, delete = batch.put, batch.delete
+        logged = []
+        for op in ops:
+            key, value = op
             if value is None:
-                batch.delete(key)
+                delete(key)
             else:
-                batch.put(key, value)
+                put(key, value)
             if key[0] not in unlogged:
-                changelog(topic, partition, key, value)
+                logged.append(op)
+        self.output.changelog_many(self.topic, self.partition, logged)
         self.db.write(batch)
 
     def rebuild_unlogged(self, source: bytes,

@@ -39,11 +39,11 @@ def reference(docs: Iterable[dict[str, Any]]) -> dict[str, Row]:
     """The single-process answer (same core, same settings) in canonical order (ts, id)."""
     from stream.detect import Detector, build_verdict
     from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-    from stream.index import BlockIndex, MemoryStore
+    from stream.index import BlockIndex
 
     config = FingerprintConfig(segmenter="auto")
     fingerprinter = Fingerprinter(config)
-    detector = Detector(BlockIndex(None, k=3, bands=config.bands), MemoryStore())
+    detector = Detector(BlockIndex(None, k=3, bands=config.bands))
     parsed = sorted((parse_document(d) for d in docs), key=lambda d: (d.ts, d.id))
     out = {}
     for doc in parsed:
