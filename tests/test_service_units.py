@@ -137,7 +137,8 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     assert verdicts["b"]["verdict"] == "duplicate" and verdicts["e"]["verdict"] == "empty"
 
 
-def test_send_list_splits_large_batches_below_the_limit() -> None:
+def test_send_list_splits_large_batches_below_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stream.service import pipeline
     from stream.service.pipeline import send_list
 
     class Out:
@@ -149,9 +150,19 @@ def test_send_list_splits_large_batches_below_the_limit() -> None:
 
     out = Out()
     entries = [{"doc": str(i), "fp": "x" * 700} for i in range(1000)]
+    encoded: list[int] = []
+    real_dumps = pipeline.dumps
+
+    def counting_dumps(obj: object) -> bytes:
+        value = real_dumps(obj)
+        encoded.append(len(value))
+        return value
+
+    monkeypatch.setattr(pipeline, "dumps", counting_dumps)
     send_list(out, "t", 1, entries, limit=64 << 10)  # type: ignore[arg-type]
     assert len(out.sent) > 1 and all(len(v) <= 64 << 10 for v in out.sent)
     assert [e for v in out.sent for e in json.loads(v)] == entries
+    assert sum(encoded) < 2.1 * encoded[0]  # each entry encoded about twice, not once per halving
     out.sent.clear()
     send_list(out, "t", 1, [], limit=10)  # type: ignore[arg-type]
     assert out.sent == []

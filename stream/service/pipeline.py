@@ -48,17 +48,27 @@ MAX_MESSAGE_BYTES = 256 << 10
 
 def send_list(output: Output, topic: str, partition: int, entries: Sequence[dict[str, Any]],
               limit: int = MAX_MESSAGE_BYTES) -> None:
-    """``entries`` to ``partition`` as JSON lists of at most ~``limit`` bytes (halved until they fit;
-    a single larger entry goes alone). One ``dumps`` in the common case that all fit."""
+    """``entries`` to ``partition`` as JSON lists of at most ~``limit`` bytes (a single larger entry
+    goes alone). One ``dumps`` in the common case that all fit; else each entry is encoded once more
+    and the encodings are packed in order into lists that fit (the same bytes as ``dumps`` of each
+    list). Halving the list until it fit encoded a probe agent's answers under a backlog (64
+    messages of up to 256 documents, several MB) ~4 times: ~9% of the worker's time in a profile."""
     if not entries:
         return
+    key = str(partition).encode()
     value = dumps(entries)
     if len(value) <= limit or len(entries) == 1:
-        output.send(topic, str(partition).encode(), value, partition=partition)
+        output.send(topic, key, value, partition=partition)
         return
-    half = len(entries) // 2
-    send_list(output, topic, partition, entries[:half], limit)
-    send_list(output, topic, partition, entries[half:], limit)
+    chunk: list[bytes] = []
+    size = 2  # the brackets
+    for part in map(dumps, entries):
+        if chunk and size + len(part) + 1 > limit:
+            output.send(topic, key, b"[" + b",".join(chunk) + b"]", partition=partition)
+            chunk, size = [], 2
+        chunk.append(part)
+        size += len(part) + 1
+    output.send(topic, key, b"[" + b",".join(chunk) + b"]", partition=partition)
 
 
 @dataclass(frozen=True)
