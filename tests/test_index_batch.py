@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from stream.index import BlockIndex, MemoryStore
 from stream.index.batch_keys import big_endian, ts_keys
-from stream.index.block_index import META_NS, IndexHit, ts_key
+from stream.index.records import META_NS, IndexHit, ts_key
 from stream.index.stats import LevelCounter
 from tests.test_index_lossless import FORCED, SKEWS, brute_force, flip, make_set
 

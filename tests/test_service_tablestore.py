@@ -14,7 +14,7 @@ from typing import Any
 from rocksdict import Options, Rdict
 
 from stream.index import BlockIndex
-from stream.index.block_index import DOC_NS, EXPIRY_NS, HANDLE_NS
+from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
 from stream.service.tablestore import FaustTableStore
 from tests.test_index_crash_replay import check_every_prefix_plus_redelivery
 from tests.test_index_lossless import FORCED, make_set

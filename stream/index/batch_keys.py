@@ -39,7 +39,7 @@ def concat(*columns: np.ndarray | bytes) -> np.ndarray:
 
 
 def ts_keys(ts: np.ndarray) -> np.ndarray:
-    """``block_index.ts_key`` of each float64: 8 bytes whose order is the numeric order."""
+    """``records.ts_key`` of each float64: 8 bytes whose order is the numeric order."""
     bits = (ts + 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0, as ts_key does
     ordered = np.where(bits & _SIGN, ~bits, bits | _SIGN)
     return big_endian(ordered, 8)

@@ -3,43 +3,40 @@
 Tables 0..k are SimHash block tables (seeds 000/001: k + 1 blocks, pigeonhole), tables k+1..k+bands
 are LSH band tables; all share one store, one read cache and one statistics view (table.py, schemes.py).
 
-Besides the bucket keys (table.py), each document has three small records::
-
-    0xFD doc_id(utf-8)           -> handle(5)                          by id: delete, redelivery
-    0xFC handle(5)               -> fp(8) ts(8) n(1) mask bands [len(4) payload] doc_id
-                                                                       by handle: hits, delete
-    0xFE ts(8, order-preserving) handle(5) -> b""                      by event time: expire
-    0xFF b"config" | b"stats" | b"handle"                              index metadata
-
-The payload is the caller's opaque bytes (the detector's serialized fingerprint with its sketch),
-returned with every hit: one record per document, read by the same multi-get that finds the hits.
-``n`` is the number of bands, plus ``PAYLOAD_FLAG`` when a payload (with its length) follows them: a
-record without one is laid out as in format 2.
-
-A handle is a per-store sequence number; entries carry it (5 bytes) instead of the doc id so that a
-long id is stored twice, not k + 1 + 2 times. Handles are reserved in blocks (one metadata write per
-``HANDLE_BLOCK`` inserts) so that a crash can skip handles but never reuse a live one.
+Besides the bucket keys (table.py), each document has three small records (records.py): by doc id,
+by handle (with the caller's payload) and by event time. The batch calls live in batch.py.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import operator
-import struct
-from array import array as _array
-from collections import deque
 from collections.abc import Callable, Collection, Sequence
-from itertools import repeat
-from typing import NamedTuple
 
 import numpy as np
 
-from stream.index import batch_keys
-from stream.index.kernels import as_signed, pairs_within, within, within_tables
+from stream.index.batch import BatchCalls
+from stream.index.kernels import as_signed, within, within_tables
+from stream.index.records import (
+    DOC_NS,
+    EXPIRY_NS,
+    HANDLE_BLOCK,
+    HANDLE_NS,
+    META_NS,
+    PAYLOAD_FLAG,
+    PAYLOAD_LEN,
+    RECORD_HEAD,
+    IndexHit,
+    Record,
+    doc_key,
+    lookup_puts,
+    pack_bands,
+    record_tail,
+    ts_key,
+)
 from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
 from stream.index.stats import IndexStats, StatsRecorder
-from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore, put_many
+from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore
 from stream.index.table import (
     ENTRY_TAG,
     HANDLE_LEN,
@@ -51,96 +48,15 @@ from stream.index.table import (
     handle_bytes,
 )
 
-HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
-HANDLE_BLOCK = 4096
 STATS_EVERY = 512  # mutations between stats checkpoints
 FORMAT_VERSION = 3  # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
-_RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands (+ PAYLOAD_FLAG)
-PAYLOAD_FLAG = 0x80  # in the record head's band count: a payload follows the bands
-_PAYLOAD_LEN = struct.Struct(">I")
-_SIGN = 1 << 63
-_PACK_F64, _UNPACK_U64 = struct.Struct(">d").pack, struct.Struct(">Q").unpack
-_ALL = (1 << 64) - 1
-_array_append = _array.append
-_EMPTY = Bucket()  # stands for an uncached root of a complete cache in a batch's queries (never written)
-_BUCKET_FPS, _BUCKET_HANDLES = operator.attrgetter("fps"), operator.attrgetter("handles")
 
 
-class IndexHit(NamedTuple):
-    """One indexed document found by a query."""
-
-    doc_id: str
-    distance: int  # Hamming distance between the query fingerprint and the stored one
-    ts: float
-    fingerprint: int
-    via: str  # "simhash" (distance <= k, exact) or "band" (shares an LSH band bucket)
-    payload: bytes = b""  # what the insert stored with the document
-
-
-class _Record(NamedTuple):
-    fingerprint: int
-    ts: float
-    tables: frozenset[int]
-    bands: tuple[tuple[int, int], ...]
-    doc_id: str
-    payload: bytes = b""
-
-
-def ts_key(ts: float) -> bytes:
-    """8 bytes whose byte order is the numeric order of ``ts`` (IEEE 754 with the sign handled)."""
-    (bits,) = _UNPACK_U64(_PACK_F64(ts + 0.0))  # + 0.0 turns -0.0 into 0.0
-    return (bits ^ _ALL if bits & _SIGN else bits | _SIGN).to_bytes(8, "big")
-
-
-def ts_from_key(raw: bytes) -> float:
-    bits = int.from_bytes(raw, "big")
-    bits = bits ^ _SIGN if bits & _SIGN else bits ^ _ALL
-    (ts,) = struct.unpack(">d", bits.to_bytes(8, "big"))
-    return float(ts)
-
-
-def _pack_bands(pairs: Sequence[tuple[int, int]]) -> bytes:
-    return struct.pack(f">{2 * len(pairs)}Q", *[x for pair in pairs for x in pair])
-
-
-def _tail(value: bytes, pos: int, n: int) -> tuple[bytes, int]:
-    """A record's payload and where its doc id starts, from ``pos`` = the end of the mask and the
-    head's band count ``n``."""
-    pos += 16 * (n & ~PAYLOAD_FLAG)
-    if not n & PAYLOAD_FLAG:
-        return b"", pos
-    (size,) = _PAYLOAD_LEN.unpack_from(value, pos)
-    return value[pos + 4 : pos + 4 + size], pos + 4 + size
-
-
-def doc_key(doc_id: str) -> bytes:
-    # surrogatepass: any Python str is a valid id, even one holding lone surrogates
-    return DOC_NS + doc_id.encode("utf-8", "surrogatepass")
-
-
-def lookup_puts(hb: bytes, ts: float, id_key: bytes) -> list[tuple[bytes, bytes]]:
-    """The expiry and doc-id keys of the document with handle bytes ``hb``: written by an insert,
-    deleted with the document, rebuilt from the records by ``BlockIndex.lookup_keys``."""
-    return [(EXPIRY_NS + ts_key(ts) + hb, b""), (id_key, hb)]
-
-
-class _Roots(NamedTuple):
-    """A batch's root buckets (``BlockIndex._batch_roots``): per table, each fingerprint's bucket (None
-    if not cached); per fingerprint whether all its roots are cached leaves; and, when all are, per
-    table the buckets' fps and handles arrays, read once for the queries and the inserts."""
-
-    buckets: list[list[Bucket | None]]
-    leaves: np.ndarray
-    unsplit: np.ndarray  # per fingerprint: none of its roots is a cached split bucket
-    fps: list[list[_array]] | None
-    handles: list[list[_array]] | None
-
-
-class BlockIndex:
+class BlockIndex(BatchCalls):
     """Index of (fingerprint, doc id, event time): query returns every entry within Hamming distance k.
 
     ``path=None`` keeps the index in memory; ``path="DIR"`` persists it in RocksDB (reopening gives
@@ -289,7 +205,7 @@ class BlockIndex:
                           used - old.tables)
                 return
             self._delete_handle(raw_handle, old)
-        record = _Record(fingerprint, ts, used, band_pairs, doc_id, payload)
+        record = Record(fingerprint, ts, used, band_pairs, doc_id, payload)
         self._add(self._allocate_handle(), record, used, id_key=id_key)
 
     def query(
@@ -348,261 +264,6 @@ class BlockIndex:
             return []
         return self._hits(fingerprint, near, band)
 
-    # -- batches (seed 003: batch processing next to incremental) ----------------------------------
-
-    def query_many(self, fingerprints: Sequence[int]) -> list[list[IndexHit]]:
-        """``query`` of each fingerprint (SimHash tables): the same answers for less work per document."""
-        fps = self._fingerprint_batch(fingerprints)
-        return self._query_batch(fps, np.array(fps, dtype=np.uint64))
-
-    def insert_many(
-        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
-    ) -> None:
-        """``insert`` of each document in order (SimHash tables): the same index for less work per
-        document. New, distinct ids take the batch path (keys built at once, one write); a batch with
-        an id already indexed or repeated is inserted one document at a time."""
-        fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
-        id_keys = [doc_key(doc_id) for doc_id in ids]
-        if self._new_ids(id_keys):
-            self._insert_new(fps, np.array(fps, dtype=np.uint64), id_keys, times)
-        else:
-            for fp, doc_id, t in zip(fps, ids, times, strict=True):
-                self.insert(fp, doc_id, t)
-
-    def query_insert_many(
-        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
-    ) -> list[list[IndexHit]]:
-        """For each document in order, ``query`` and then ``insert`` (the streaming pattern): document
-        i's answer includes the documents before it in the batch. Same answers and index as that loop.
-
-        With new, distinct ids the batch is queried against the index as it was before the batch, the
-        pairs inside the batch are found by one compiled all-pairs pass, and then it is inserted at once.
-        """
-        fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
-        id_keys = [doc_key(doc_id) for doc_id in ids]
-        if not self._new_ids(id_keys):  # a redelivery or replacement changes what later ones see
-            answers = []
-            for fp, doc_id, t in zip(fps, ids, times, strict=True):
-                answers.append(self.query(fp))
-                self.insert(fp, doc_id, t)
-            return answers
-        array = np.array(fps, dtype=np.uint64)
-        roots = self._batch_roots(array) if self._root_slots is not None else None
-        answers = self._query_batch(fps, array, roots)
-        out = self._positions
-        count = pairs_within(array, self.k, out)
-        if count > len(out):
-            out = self._positions = np.empty(2 * count, dtype=np.int64)
-            pairs_within(array, self.k, out)
-        later: set[int] = set()
-        for pair in out[:count].tolist():
-            i, j = pair >> 32, pair & 0xFFFFFFFF
-            answers[i].append(IndexHit(ids[j], (fps[i] ^ fps[j]).bit_count(), times[j], fps[j], "simhash"))
-            later.add(i)
-        for i in later:
-            answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
-        # the roots found for the queries still hold if all were cached leaves (nothing was loaded)
-        self._insert_new(fps, array, id_keys, times, roots if roots is not None and roots.fps is not None else None)
-        return answers
-
-    def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
-        fps = list(map(operator.index, fingerprints))  # ints (numpy ints too); a float is an error
-        for fp in fps:
-            if not 0 <= fp < self._limit:
-                self._check_fingerprint(fp)
-        return fps
-
-    def _documents_batch(
-        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None
-    ) -> tuple[list[int], list[str], list[float]]:
-        fps = self._fingerprint_batch(fingerprints)
-        ids = list(doc_ids)
-        times = [0.0] * len(fps) if ts is None else [float(t) for t in ts]
-        if not len(fps) == len(ids) == len(times):
-            raise ValueError(f"{len(fps)} fingerprints, {len(ids)} doc ids and {len(times)} times")
-        if any(math.isnan(t) for t in times):
-            raise ValueError("ts is NaN")
-        return fps, ids, times
-
-    def _new_ids(self, id_keys: list[bytes]) -> bool:
-        """Whether every id is new to the index and appears once in the batch."""
-        return len(set(id_keys)) == len(id_keys) and not any(self._kv.multi_get(id_keys))
-
-    def _batch_roots(self, array: np.ndarray) -> _Roots:
-        """The root buckets of a batch by list lookups in C; which are cached leaves from
-        ``BucketCache.leaf_roots`` in one numpy pass per table."""
-        assert self._root_slots is not None
-        columns = []
-        leaves = np.ones(len(array), dtype=np.bool_)
-        unsplit = np.ones(len(array), dtype=np.bool_)
-        for t, (slots, low, mask) in enumerate(self._root_slots):
-            values = (array >> np.uint64(low)) & np.uint64(mask)
-            ready, split = self.cache.leaf_roots[t], self.cache.split_roots[t]
-            assert ready is not None and split is not None  # a table with slots has them
-            leaves &= ready[values]
-            unsplit &= ~split[values]
-            columns.append(list(map(slots.__getitem__, values.tolist())))
-        if not leaves.all():
-            return _Roots(columns, leaves, unsplit, None, None)
-        fps = [list(map(_BUCKET_FPS, column)) for column in columns]
-        handles = [list(map(_BUCKET_HANDLES, column)) for column in columns]
-        return _Roots(columns, leaves, unsplit, fps, handles)
-
-    def _query_batch(self, fps: list[int], array: np.ndarray, roots: _Roots | None = None) -> list[list[IndexHit]]:
-        if self._root_slots is None or not fps:
-            return [self.query(fp) for fp in fps]
-        roots = roots if roots is not None else self._batch_roots(array)
-        if roots.fps is not None:
-            return self._filter_batch(fps, array, roots.buckets, roots.fps)  # type: ignore[arg-type]
-        # Some roots are split or not cached. The documents whose roots are all cached leaves (or
-        # not cached at all in a complete cache: empty buckets) still go through the batch filter;
-        # the others take one query each, after it (a query may load and evict buckets).
-        fast = roots.unsplit if self.cache.complete else roots.leaves
-        answers: list[list[IndexHit]] = [[] for _ in fps]
-        chosen = np.flatnonzero(fast).tolist()
-        if chosen:
-            columns = [[_EMPTY if column[i] is None else column[i] for i in chosen] for column in roots.buckets]
-            filtered = self._filter_batch(
-                [fps[i] for i in chosen], array[chosen], columns,  # type: ignore[arg-type]
-                [list(map(_BUCKET_FPS, column)) for column in columns],
-            )
-            for i, answer in zip(chosen, filtered, strict=True):
-                answers[i] = answer
-        for i in np.flatnonzero(~fast).tolist():
-            answers[i] = self.query(fps[i])
-        return answers
-
-    def _filter_batch(
-        self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]], fps_columns: list[list[_array]]
-    ) -> list[list[IndexHit]]:
-        """``_filter_roots`` for a batch whose roots are all cached leaves. The per-document loop runs
-        in C (``map`` over the compiled filter; the few documents with matches are filtered again for
-        their positions, since the calls share one output buffer), stamps and statistics per batch."""
-        cache = self.cache
-        cache.clock += 1
-        for column in columns:
-            deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
-        cache.hits += len(fps) * len(columns)
-        masks, k = self._filter_masks, self.k
-        found = list(zip(*fps_columns, strict=True))
-        queries = array.view(np.int64).tolist()
-        packed = list(map(within_tables, found, repeat(masks), queries, repeat(k), repeat(self._positions)))
-        self._stats.candidates["simhash"].add_many([p >> 32 for p in packed])
-        answers: list[list[IndexHit]] = [[] for _ in fps]
-        for i in [i for i, p in enumerate(packed) if p & 0xFFFFFFFF]:
-            count = packed[i] & 0xFFFFFFFF
-            if count > len(self._positions):  # more matches than room (duplicates)
-                self._positions = np.empty(2 * count, dtype=np.int64)
-            out = self._positions
-            within_tables(found[i], masks, queries[i], k, out)
-            near = {columns[p >> 32][i].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}
-            answers[i] = self._hits(fps[i], near, set())
-        return answers
-
-    def _insert_new(
-        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
-        roots: _Roots | None = None,
-    ) -> None:
-        """Insert documents with new, distinct ids: those whose k + 1 roots are cached leaves as one
-        batch (``_insert_roots``), the others one at a time after them. ``roots``: ``_batch_roots``
-        of ``array`` if the caller has them and nothing changed since."""
-        slow = list(range(len(fps)))
-        if self._root_slots is not None and fps:
-            roots = roots if roots is not None else self._batch_roots(array)
-            if roots.fps is None:  # load the roots not cached (an insert would; split ones stay slow)
-                for i in np.flatnonzero(~roots.leaves).tolist():
-                    for t, column in enumerate(roots.buckets):
-                        if column[i] is None:
-                            self.tables[t].bucket(self._root_keys(fps[i])[t])
-                roots = self._batch_roots(array)
-            columns, leaves = roots.buckets, roots.leaves
-            if roots.fps is not None and roots.handles is not None:
-                self._insert_roots(fps, array, id_keys, times, roots.fps, roots.handles)
-                return
-            fast = np.flatnonzero(leaves).tolist()
-            slow = np.flatnonzero(~leaves).tolist()
-            if fast:
-                buckets = [[column[i] for i in fast] for column in columns]
-                self._insert_roots(
-                    [fps[i] for i in fast], array[fast], [id_keys[i] for i in fast], [times[i] for i in fast],
-                    [list(map(_BUCKET_FPS, column)) for column in buckets],
-                    [list(map(_BUCKET_HANDLES, column)) for column in buckets],
-                )
-        for i in slow:
-            doc_id = id_keys[i][1:].decode("utf-8", "surrogatepass")
-            record = _Record(fps[i], times[i], self._simhash_tables, (), doc_id)
-            self._add(self._allocate_handle(), record, self._simhash_tables, id_key=id_keys[i])
-
-    def _insert_roots(
-        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
-        fps_columns: list[list[_array]], handles_columns: list[list[_array]],
-    ) -> None:
-        """The batch path of ``_add``: the same keys in the same commit order per document (entries,
-        record, expiry key, doc id), built at once by numpy (``batch_keys``) and written in one batch;
-        then the same cache and counter updates."""
-        n = len(fps)
-        start = self._next_handle
-        self._next_handle += n
-        handle_matrix = batch_keys.big_endian(np.arange(start, start + n, dtype=np.uint64), HANDLE_LEN)
-        per_doc = len(fps_columns) + 3
-        table_blocks: list[np.ndarray] = []  # per table the batch's block values: one per root bucket
-        keys: list[bytes] = [b""] * (per_doc * n)
-        values: list[bytes] = [b""] * (per_doc * n)
-        for t, ((prefix, low, block_mask, top_len), (above, _, low_mask, kept_mask, size)) in enumerate(
-            zip(self._root_spec, self._payload_spec, strict=True)
-        ):  # as _root_keys and SimhashBlocks.payload
-            blocks = (array >> np.uint64(low)) & np.uint64(block_mask)
-            table_blocks.append(blocks)
-            entry_keys = batch_keys.concat(prefix, batch_keys.big_endian(blocks, top_len), ENTRY_TAG, handle_matrix)
-            rest = ((array >> np.uint64(above)) << np.uint64(low)) | (array & np.uint64(low_mask))
-            keys[t::per_doc] = batch_keys.rows(entry_keys)
-            values[t::per_doc] = batch_keys.rows(batch_keys.big_endian(rest & np.uint64(kept_mask), size))
-        ts_array = np.array(times, dtype=np.float64)
-        heads = batch_keys.concat(  # _encode_record without bands
-            batch_keys.big_endian(array, 8), batch_keys.float_bytes(ts_array), b"\x00",
-            self._mask_bytes(self._simhash_tables),
-        )
-        t = per_doc - 3
-        keys[t::per_doc] = batch_keys.rows(batch_keys.concat(HANDLE_NS, handle_matrix))
-        values[t::per_doc] = [head + id_key[1:] for head, id_key in zip(batch_keys.rows(heads), id_keys, strict=True)]
-        expiry = batch_keys.concat(EXPIRY_NS, batch_keys.ts_keys(ts_array), handle_matrix)
-        keys[t + 1 :: per_doc] = batch_keys.rows(expiry)
-        keys[t + 2 :: per_doc] = id_keys  # lookup_puts, batched; the expiry keys' values stay b""
-        values[t + 2 :: per_doc] = batch_keys.rows(handle_matrix)
-        if self._next_handle > self._reserved:
-            self._reserved = self._next_handle + HANDLE_BLOCK
-            keys.insert(0, META_NS + b"handle")
-            values.insert(0, self._reserved.to_bytes(8, "big"))
-        put_many(self._kv, keys, values)
-        self._stats.documents += n
-        self._version += 1
-        self._dirty += n
-        if self._dirty >= STATS_EVERY:
-            self._checkpoint()
-        # as _add: the entries into the cached roots (appends run in C, by map), the level counters
-        # (per distinct bucket: its size before and after the batch), then splits
-        min_split = self.policy.min_split
-        big: list[tuple[int, int]] = []
-        handles = range(start, start + n)
-        level = self._stats.level("simhash", 0)
-        for t, (fps_column, handles_column, mask) in enumerate(
-            zip(fps_columns, handles_columns, self._filter_mask_list, strict=True)
-        ):
-            before = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
-            deque(map(_array_append, handles_column, handles), maxlen=0)
-            deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
-            _, first, added = np.unique(table_blocks[t], return_index=True, return_counts=True)
-            after = before[first] + added
-            level.regrow(before[first], after)
-            if after.max() >= min_split:
-                big += [(t, i) for i in first[after >= min_split].tolist()]
-        self.cache.grew_entries(n * len(fps_columns))
-        for t, i in big:  # one position per bucket (np.unique's first)
-            key = self._root_keys(fps[i])[t]
-            bucket = self.cache.buckets.get(key)  # not evicted by grew_entries
-            if bucket is not None:
-                self.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))
-
     def _filter_roots(self, fingerprint: int, found: list[Bucket]) -> list[IndexHit]:
         """Hits among the k + 1 cached, unsplit root buckets of ``fingerprint``: one compiled call."""
         columns = tuple([bucket.fps for bucket in found])
@@ -621,8 +282,8 @@ class BlockIndex:
     def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
         """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
         k = self.k
-        head = _RECORD_HEAD.size + self._mask_len
-        unpack, unpack_len = _RECORD_HEAD.unpack_from, _PAYLOAD_LEN.unpack_from
+        head = RECORD_HEAD.size + self._mask_len
+        unpack, unpack_len = RECORD_HEAD.unpack_from, PAYLOAD_LEN.unpack_from
         handles = list(near | band)
         raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
@@ -748,8 +409,8 @@ class BlockIndex:
         """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
         scan of HANDLE_NS returns it). They are a function of the records, so a changelog-backed
         store may leave them out of its log and rebuild them with this after recovery."""
-        _, ts, n = _RECORD_HEAD.unpack_from(value)
-        _, start = _tail(value, _RECORD_HEAD.size + self._mask_len, n)
+        _, ts, n = RECORD_HEAD.unpack_from(value)
+        _, start = record_tail(value, RECORD_HEAD.size + self._mask_len, n)
         return lookup_puts(handle_key[1:], ts, DOC_NS + value[start:])
 
     def flush(self) -> None:
@@ -818,7 +479,7 @@ class BlockIndex:
         self._next_handle += 1
         return handle
 
-    def _add(self, handle: int, record: _Record, tables: frozenset[int], id_key: bytes | None = None) -> None:
+    def _add(self, handle: int, record: Record, tables: frozenset[int], id_key: bytes | None = None) -> None:
         """Write the document's records and its entries in ``tables``, then re-split hot leaves.
 
         ``id_key`` (the doc-id key) is given for a new document: then its expiry and id keys go too.
@@ -900,7 +561,7 @@ class BlockIndex:
         for table, leaf, source in big:
             table.maybe_split(leaf, source)
 
-    def _delete_handle(self, raw_handle: bytes, record: _Record | None) -> None:
+    def _delete_handle(self, raw_handle: bytes, record: Record | None) -> None:
         # Commit order again (see _add): entries and expiry key first, the doc id, the record last,
         # so a replayed prefix leaves the doc id in place for a redelivered delete to finish.
         deletes: list[bytes] = []
@@ -926,7 +587,7 @@ class BlockIndex:
         values = self._kv.multi_get([HANDLE_NS + raw for raw in raw_handles])
         return [None if value is None else int.from_bytes(value[:8], "big") for value in values]
 
-    def _record(self, raw_handle: bytes) -> _Record | None:
+    def _record(self, raw_handle: bytes) -> Record | None:
         value = self._kv.get(HANDLE_NS + raw_handle)
         return None if value is None else self._decode_record(value)
 
@@ -948,23 +609,23 @@ class BlockIndex:
             mask = self._masks[tables] = sum(1 << t for t in tables).to_bytes(self._mask_len, "little")
         return mask
 
-    def _encode_record(self, record: _Record) -> bytes:
+    def _encode_record(self, record: Record) -> bytes:
         mask = self._mask_bytes(record.tables)
         doc_id = record.doc_id.encode("utf-8", "surrogatepass")
         payload = record.payload
         n = len(record.bands) | (PAYLOAD_FLAG if payload else 0)
-        parts = [_RECORD_HEAD.pack(record.fingerprint, record.ts, n), mask]
+        parts = [RECORD_HEAD.pack(record.fingerprint, record.ts, n), mask]
         if record.bands:
-            parts.append(_pack_bands(record.bands))
+            parts.append(pack_bands(record.bands))
         if payload:
-            parts += (_PAYLOAD_LEN.pack(len(payload)), payload)
+            parts += (PAYLOAD_LEN.pack(len(payload)), payload)
         parts.append(doc_id)
         return b"".join(parts)
 
-    def _decode_record(self, value: bytes) -> _Record:
-        fingerprint, ts, n = _RECORD_HEAD.unpack_from(value)
+    def _decode_record(self, value: bytes) -> Record:
+        fingerprint, ts, n = RECORD_HEAD.unpack_from(value)
         nbands = n & ~PAYLOAD_FLAG
-        pos = _RECORD_HEAD.size
+        pos = RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len
         bands = tuple(
@@ -973,12 +634,13 @@ class BlockIndex:
         )
         pos += 16 * nbands
         tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
-        payload, pos = _tail(value, pos - 16 * nbands, n)
-        return _Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
+        payload, pos = record_tail(value, pos - 16 * nbands, n)
+        return Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
 
-    def _mutated(self) -> None:
+    def _mutated(self, count: int = 1) -> None:
+        """``count`` documents changed: bump the probe memos' version, checkpoint now and then."""
         self._version += 1
-        self._dirty += 1
+        self._dirty += count
         if self._dirty >= STATS_EVERY:
             self._checkpoint()
 

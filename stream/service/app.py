@@ -17,7 +17,7 @@ import faust
 from faust.types import EventT
 
 from stream.fingerprint import FingerprintConfig
-from stream.index.block_index import DOC_NS, EXPIRY_NS
+from stream.index.records import DOC_NS, EXPIRY_NS
 from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
 from stream.service.ledger import TP, InputLedger, decode_position, encode_position, ledger_key

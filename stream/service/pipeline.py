@@ -25,7 +25,7 @@ from stream.detect.verdict import later_matches, make_verdict
 from stream.errors import DedupError
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
-from stream.index.block_index import HANDLE_NS
+from stream.index.records import HANDLE_NS
 from stream.index.store import BufferedStore, KVStore
 from stream.service import metrics
 from stream.service.gather import GatherState

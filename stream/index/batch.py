@@ -1,0 +1,335 @@
+"""``BlockIndex``'s batch calls (seed 003: batch processing next to incremental): ``query_many``,
+``insert_many`` and ``query_insert_many`` give the answers and the index of the one-document loops
+they replace, for about half the work per document (docs/index.md, "Fourth round").
+
+How: with new, distinct ids a batch is queried against the index as it was, the pairs inside the
+batch are found by one compiled all-pairs pass, and it is inserted at once; numpy builds every key
+(``batch_keys``), one RocksDB batch writes them (``put_many``), the k + 1 root buckets of every
+document come from the cache's slot lists, and the per-document loops (filter, appends) run in C
+through ``map``. Documents whose roots are split take the per-document path.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from array import array as _array
+from collections import deque
+from collections.abc import Collection, Sequence
+from itertools import repeat
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from stream.index import batch_keys
+from stream.index.kernels import pairs_within, within_tables
+from stream.index.records import EXPIRY_NS, HANDLE_BLOCK, HANDLE_NS, META_NS, IndexHit, Record, doc_key
+from stream.index.store import KVStore, put_many
+from stream.index.table import ENTRY_TAG, HANDLE_LEN, Bucket, BucketCache, BucketTable, Leaf, SplitPolicy
+
+if TYPE_CHECKING:
+    from stream.index.stats import StatsRecorder
+
+_array_append = _array.append
+_EMPTY = Bucket()  # stands for an uncached root of a complete cache in a batch's queries (never written)
+_BUCKET_FPS, _BUCKET_HANDLES = operator.attrgetter("fps"), operator.attrgetter("handles")
+
+
+class _Roots(NamedTuple):
+    """A batch's root buckets (``BlockIndex._batch_roots``): per table, each fingerprint's bucket (None
+    if not cached); per fingerprint whether all its roots are cached leaves; and, when all are, per
+    table the buckets' fps and handles arrays, read once for the queries and the inserts."""
+
+    buckets: list[list[Bucket | None]]
+    leaves: np.ndarray
+    unsplit: np.ndarray  # per fingerprint: none of its roots is a cached split bucket
+    fps: list[list[_array]] | None
+    handles: list[list[_array]] | None
+
+
+class BatchCalls:
+    """The batch calls of ``BlockIndex`` (its base class); they work on the index's own state."""
+
+    if TYPE_CHECKING:  # provided by BlockIndex
+        k: int
+        cache: BucketCache
+        tables: list[BucketTable]
+        policy: SplitPolicy
+        _kv: KVStore
+        _stats: StatsRecorder
+        _limit: int
+        _positions: np.ndarray
+        _filter_masks: np.ndarray
+        _filter_mask_list: list[int]
+        _simhash_tables: frozenset[int]
+        _root_slots: tuple[tuple[list[Bucket | None], int, int], ...] | None
+        _root_spec: tuple[tuple[bytes, int, int, int], ...]
+        _payload_spec: tuple[tuple[int, int, int, int, int], ...]
+        _next_handle: int
+        _reserved: int
+
+        def query(
+            self, fingerprint: int, bands: Sequence[tuple[int, int]] = (), tables: Collection[int] | None = None
+        ) -> list[IndexHit]: ...
+        def insert(
+            self, fingerprint: int, doc_id: str, ts: float = 0.0, bands: Sequence[tuple[int, int]] = (),
+            tables: Collection[int] | None = None, payload: bytes = b"",
+        ) -> None: ...
+        def _filter_roots(self, fingerprint: int, found: list[Bucket]) -> list[IndexHit]: ...
+        def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]: ...
+        def _add(self, handle: int, record: Record, tables: frozenset[int], id_key: bytes | None = None) -> None: ...
+        def _allocate_handle(self) -> int: ...
+        def _root_keys(self, fingerprint: int) -> list[bytes]: ...
+        def _check_fingerprint(self, fingerprint: int) -> None: ...
+        def _mask_bytes(self, tables: frozenset[int]) -> bytes: ...
+        def _mutated(self, count: int = 1) -> None: ...
+
+    def query_many(self, fingerprints: Sequence[int]) -> list[list[IndexHit]]:
+        """``query`` of each fingerprint (SimHash tables): the same answers for less work per document."""
+        fps = self._fingerprint_batch(fingerprints)
+        return self._query_batch(fps, np.array(fps, dtype=np.uint64))
+
+    def insert_many(
+        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
+    ) -> None:
+        """``insert`` of each document in order (SimHash tables): the same index for less work per
+        document. New, distinct ids take the batch path (keys built at once, one write); a batch with
+        an id already indexed or repeated is inserted one document at a time."""
+        fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
+        id_keys = [doc_key(doc_id) for doc_id in ids]
+        if self._new_ids(id_keys):
+            self._insert_new(fps, np.array(fps, dtype=np.uint64), id_keys, times)
+        else:
+            for fp, doc_id, t in zip(fps, ids, times, strict=True):
+                self.insert(fp, doc_id, t)
+
+    def query_insert_many(
+        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
+    ) -> list[list[IndexHit]]:
+        """For each document in order, ``query`` and then ``insert`` (the streaming pattern): document
+        i's answer includes the documents before it in the batch. Same answers and index as that loop.
+
+        With new, distinct ids the batch is queried against the index as it was before the batch, the
+        pairs inside the batch are found by one compiled all-pairs pass, and then it is inserted at once.
+        """
+        fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
+        id_keys = [doc_key(doc_id) for doc_id in ids]
+        if not self._new_ids(id_keys):  # a redelivery or replacement changes what later ones see
+            answers = []
+            for fp, doc_id, t in zip(fps, ids, times, strict=True):
+                answers.append(self.query(fp))
+                self.insert(fp, doc_id, t)
+            return answers
+        array = np.array(fps, dtype=np.uint64)
+        roots = self._batch_roots(array) if self._root_slots is not None else None
+        answers = self._query_batch(fps, array, roots)
+        out = self._positions
+        count = pairs_within(array, self.k, out)
+        if count > len(out):
+            out = self._positions = np.empty(2 * count, dtype=np.int64)
+            pairs_within(array, self.k, out)
+        later: set[int] = set()
+        for pair in out[:count].tolist():
+            i, j = pair >> 32, pair & 0xFFFFFFFF
+            answers[i].append(IndexHit(ids[j], (fps[i] ^ fps[j]).bit_count(), times[j], fps[j], "simhash"))
+            later.add(i)
+        for i in later:
+            answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
+        # the roots found for the queries still hold if all were cached leaves (nothing was loaded)
+        self._insert_new(fps, array, id_keys, times, roots if roots is not None and roots.fps is not None else None)
+        return answers
+
+    def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
+        fps = list(map(operator.index, fingerprints))  # ints (numpy ints too); a float is an error
+        for fp in fps:
+            if not 0 <= fp < self._limit:
+                self._check_fingerprint(fp)
+        return fps
+
+    def _documents_batch(
+        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None
+    ) -> tuple[list[int], list[str], list[float]]:
+        fps = self._fingerprint_batch(fingerprints)
+        ids = list(doc_ids)
+        times = [0.0] * len(fps) if ts is None else [float(t) for t in ts]
+        if not len(fps) == len(ids) == len(times):
+            raise ValueError(f"{len(fps)} fingerprints, {len(ids)} doc ids and {len(times)} times")
+        if any(math.isnan(t) for t in times):
+            raise ValueError("ts is NaN")
+        return fps, ids, times
+
+    def _new_ids(self, id_keys: list[bytes]) -> bool:
+        """Whether every id is new to the index and appears once in the batch."""
+        return len(set(id_keys)) == len(id_keys) and not any(self._kv.multi_get(id_keys))
+
+    def _batch_roots(self, array: np.ndarray) -> _Roots:
+        """The root buckets of a batch by list lookups in C; which are cached leaves from
+        ``BucketCache.leaf_roots`` in one numpy pass per table."""
+        assert self._root_slots is not None
+        columns = []
+        leaves = np.ones(len(array), dtype=np.bool_)
+        unsplit = np.ones(len(array), dtype=np.bool_)
+        for t, (slots, low, mask) in enumerate(self._root_slots):
+            values = (array >> np.uint64(low)) & np.uint64(mask)
+            ready, split = self.cache.leaf_roots[t], self.cache.split_roots[t]
+            assert ready is not None and split is not None  # a table with slots has them
+            leaves &= ready[values]
+            unsplit &= ~split[values]
+            columns.append(list(map(slots.__getitem__, values.tolist())))
+        if not leaves.all():
+            return _Roots(columns, leaves, unsplit, None, None)
+        fps = [list(map(_BUCKET_FPS, column)) for column in columns]
+        handles = [list(map(_BUCKET_HANDLES, column)) for column in columns]
+        return _Roots(columns, leaves, unsplit, fps, handles)
+
+    def _query_batch(self, fps: list[int], array: np.ndarray, roots: _Roots | None = None) -> list[list[IndexHit]]:
+        if self._root_slots is None or not fps:
+            return [self.query(fp) for fp in fps]
+        roots = roots if roots is not None else self._batch_roots(array)
+        if roots.fps is not None:
+            return self._filter_batch(fps, array, roots.buckets, roots.fps)  # type: ignore[arg-type]
+        # Some roots are split or not cached. The documents whose roots are all cached leaves (or
+        # not cached at all in a complete cache: empty buckets) still go through the batch filter;
+        # the others take one query each, after it (a query may load and evict buckets).
+        fast = roots.unsplit if self.cache.complete else roots.leaves
+        answers: list[list[IndexHit]] = [[] for _ in fps]
+        chosen = np.flatnonzero(fast).tolist()
+        if chosen:
+            columns = [[_EMPTY if column[i] is None else column[i] for i in chosen] for column in roots.buckets]
+            filtered = self._filter_batch(
+                [fps[i] for i in chosen], array[chosen], columns,  # type: ignore[arg-type]
+                [list(map(_BUCKET_FPS, column)) for column in columns],
+            )
+            for i, answer in zip(chosen, filtered, strict=True):
+                answers[i] = answer
+        for i in np.flatnonzero(~fast).tolist():
+            answers[i] = self.query(fps[i])
+        return answers
+
+    def _filter_batch(
+        self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]], fps_columns: list[list[_array]]
+    ) -> list[list[IndexHit]]:
+        """``_filter_roots`` for a batch whose roots are all cached leaves. The per-document loop runs
+        in C (``map`` over the compiled filter; the few documents with matches are filtered again for
+        their positions, since the calls share one output buffer), stamps and statistics per batch."""
+        cache = self.cache
+        cache.clock += 1
+        for column in columns:
+            deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
+        cache.hits += len(fps) * len(columns)
+        masks, k = self._filter_masks, self.k
+        found = list(zip(*fps_columns, strict=True))
+        queries = array.view(np.int64).tolist()
+        packed = list(map(within_tables, found, repeat(masks), queries, repeat(k), repeat(self._positions)))
+        self._stats.candidates["simhash"].add_many([p >> 32 for p in packed])
+        answers: list[list[IndexHit]] = [[] for _ in fps]
+        for i in [i for i, p in enumerate(packed) if p & 0xFFFFFFFF]:
+            count = packed[i] & 0xFFFFFFFF
+            if count > len(self._positions):  # more matches than room (duplicates)
+                self._positions = np.empty(2 * count, dtype=np.int64)
+            out = self._positions
+            within_tables(found[i], masks, queries[i], k, out)
+            near = {columns[p >> 32][i].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}
+            answers[i] = self._hits(fps[i], near, set())
+        return answers
+
+    def _insert_new(
+        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
+        roots: _Roots | None = None,
+    ) -> None:
+        """Insert documents with new, distinct ids: those whose k + 1 roots are cached leaves as one
+        batch (``_insert_roots``), the others one at a time after them. ``roots``: ``_batch_roots``
+        of ``array`` if the caller has them and nothing changed since."""
+        slow = list(range(len(fps)))
+        if self._root_slots is not None and fps:
+            roots = roots if roots is not None else self._batch_roots(array)
+            if roots.fps is None:  # load the roots not cached (an insert would; split ones stay slow)
+                for i in np.flatnonzero(~roots.leaves).tolist():
+                    for t, column in enumerate(roots.buckets):
+                        if column[i] is None:
+                            self.tables[t].bucket(self._root_keys(fps[i])[t])
+                roots = self._batch_roots(array)
+            columns, leaves = roots.buckets, roots.leaves
+            if roots.fps is not None and roots.handles is not None:
+                self._insert_roots(fps, array, id_keys, times, roots.fps, roots.handles)
+                return
+            fast = np.flatnonzero(leaves).tolist()
+            slow = np.flatnonzero(~leaves).tolist()
+            if fast:
+                buckets = [[column[i] for i in fast] for column in columns]
+                self._insert_roots(
+                    [fps[i] for i in fast], array[fast], [id_keys[i] for i in fast], [times[i] for i in fast],
+                    [list(map(_BUCKET_FPS, column)) for column in buckets],
+                    [list(map(_BUCKET_HANDLES, column)) for column in buckets],
+                )
+        for i in slow:
+            doc_id = id_keys[i][1:].decode("utf-8", "surrogatepass")
+            record = Record(fps[i], times[i], self._simhash_tables, (), doc_id)
+            self._add(self._allocate_handle(), record, self._simhash_tables, id_key=id_keys[i])
+
+    def _insert_roots(
+        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
+        fps_columns: list[list[_array]], handles_columns: list[list[_array]],
+    ) -> None:
+        """The batch path of ``_add``: the same keys in the same commit order per document (entries,
+        record, expiry key, doc id), built at once by numpy (``batch_keys``) and written in one batch;
+        then the same cache and counter updates."""
+        n = len(fps)
+        start = self._next_handle
+        self._next_handle += n
+        handle_matrix = batch_keys.big_endian(np.arange(start, start + n, dtype=np.uint64), HANDLE_LEN)
+        per_doc = len(fps_columns) + 3
+        table_blocks: list[np.ndarray] = []  # per table the batch's block values: one per root bucket
+        keys: list[bytes] = [b""] * (per_doc * n)
+        values: list[bytes] = [b""] * (per_doc * n)
+        for t, ((prefix, low, block_mask, top_len), (above, _, low_mask, kept_mask, size)) in enumerate(
+            zip(self._root_spec, self._payload_spec, strict=True)
+        ):  # as _root_keys and SimhashBlocks.payload
+            blocks = (array >> np.uint64(low)) & np.uint64(block_mask)
+            table_blocks.append(blocks)
+            entry_keys = batch_keys.concat(prefix, batch_keys.big_endian(blocks, top_len), ENTRY_TAG, handle_matrix)
+            rest = ((array >> np.uint64(above)) << np.uint64(low)) | (array & np.uint64(low_mask))
+            keys[t::per_doc] = batch_keys.rows(entry_keys)
+            values[t::per_doc] = batch_keys.rows(batch_keys.big_endian(rest & np.uint64(kept_mask), size))
+        ts_array = np.array(times, dtype=np.float64)
+        heads = batch_keys.concat(  # _encode_record without bands
+            batch_keys.big_endian(array, 8), batch_keys.float_bytes(ts_array), b"\x00",
+            self._mask_bytes(self._simhash_tables),
+        )
+        t = per_doc - 3
+        keys[t::per_doc] = batch_keys.rows(batch_keys.concat(HANDLE_NS, handle_matrix))
+        values[t::per_doc] = [head + id_key[1:] for head, id_key in zip(batch_keys.rows(heads), id_keys, strict=True)]
+        expiry = batch_keys.concat(EXPIRY_NS, batch_keys.ts_keys(ts_array), handle_matrix)
+        keys[t + 1 :: per_doc] = batch_keys.rows(expiry)
+        keys[t + 2 :: per_doc] = id_keys  # lookup_puts, batched; the expiry keys' values stay b""
+        values[t + 2 :: per_doc] = batch_keys.rows(handle_matrix)
+        if self._next_handle > self._reserved:
+            self._reserved = self._next_handle + HANDLE_BLOCK
+            keys.insert(0, META_NS + b"handle")
+            values.insert(0, self._reserved.to_bytes(8, "big"))
+        put_many(self._kv, keys, values)
+        self._stats.documents += n
+        self._mutated(n)
+        # as _add: the entries into the cached roots (appends run in C, by map), the level counters
+        # (per distinct bucket: its size before and after the batch), then splits
+        min_split = self.policy.min_split
+        big: list[tuple[int, int]] = []
+        handles = range(start, start + n)
+        level = self._stats.level("simhash", 0)
+        for t, (fps_column, handles_column, mask) in enumerate(
+            zip(fps_columns, handles_columns, self._filter_mask_list, strict=True)
+        ):
+            before = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
+            deque(map(_array_append, handles_column, handles), maxlen=0)
+            deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
+            _, first, added = np.unique(table_blocks[t], return_index=True, return_counts=True)
+            after = before[first] + added
+            level.regrow(before[first], after)
+            if after.max() >= min_split:
+                big += [(t, i) for i in first[after >= min_split].tolist()]
+        self.cache.grew_entries(n * len(fps_columns))
+        for t, i in big:  # one position per bucket (np.unique's first)
+            key = self._root_keys(fps[i])[t]
+            bucket = self.cache.buckets.get(key)  # not evicted by grew_entries
+            if bucket is not None:
+                self.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))
