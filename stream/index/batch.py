@@ -83,6 +83,7 @@ class BatchCalls:
         def _check_fingerprint(self, fingerprint: int) -> None: ...
         def _mask_bytes(self, tables: frozenset[int]) -> bytes: ...
         def _mutated(self, count: int = 1) -> None: ...
+        def _room(self, count: int) -> np.ndarray: ...
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[IndexHit]]:
         """``query`` of each fingerprint (SimHash tables): the same answers for less work per document."""
@@ -98,7 +99,7 @@ class BatchCalls:
         fps, ids, times = self._documents_batch(fingerprints, doc_ids, ts)
         id_keys = [doc_key(doc_id) for doc_id in ids]
         if self._new_ids(id_keys):
-            self._insert_new(fps, np.array(fps, dtype=np.uint64), id_keys, times)
+            self._insert_new(fps, np.array(fps, dtype=np.uint64), ids, id_keys, times)
         else:
             for fp, doc_id, t in zip(fps, ids, times, strict=True):
                 self.insert(fp, doc_id, t)
@@ -125,8 +126,8 @@ class BatchCalls:
         answers = self._query_batch(fps, array, roots)
         out = self._positions
         count = pairs_within(array, self.k, out)
-        if count > len(out):
-            out = self._positions = np.empty(2 * count, dtype=np.int64)
+        if count > len(out):  # more pairs than room: again, with room
+            out = self._room(count)
             pairs_within(array, self.k, out)
         later: set[int] = set()
         for pair in out[:count].tolist():
@@ -136,7 +137,8 @@ class BatchCalls:
         for i in later:
             answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
         # the roots found for the queries still hold if all were cached leaves (nothing was loaded)
-        self._insert_new(fps, array, id_keys, times, roots if roots is not None and roots.fps is not None else None)
+        still = roots if roots is not None and roots.fps is not None else None
+        self._insert_new(fps, array, ids, id_keys, times, still)
         return answers
 
     def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
@@ -225,16 +227,14 @@ class BatchCalls:
         answers: list[list[IndexHit]] = [[] for _ in fps]
         for i in [i for i, p in enumerate(packed) if p & 0xFFFFFFFF]:
             count = packed[i] & 0xFFFFFFFF
-            if count > len(self._positions):  # more matches than room (duplicates)
-                self._positions = np.empty(2 * count, dtype=np.int64)
-            out = self._positions
+            out = self._room(count)
             within_tables(found[i], masks, queries[i], k, out)
             near = {columns[p >> 32][i].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}
             answers[i] = self._hits(fps[i], near, set())
         return answers
 
     def _insert_new(
-        self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
+        self, fps: list[int], array: np.ndarray, ids: list[str], id_keys: list[bytes], times: list[float],
         roots: _Roots | None = None,
     ) -> None:
         """Insert documents with new, distinct ids: those whose k + 1 roots are cached leaves as one
@@ -263,8 +263,7 @@ class BatchCalls:
                     [list(map(_BUCKET_HANDLES, column)) for column in buckets],
                 )
         for i in slow:
-            doc_id = id_keys[i][1:].decode("utf-8", "surrogatepass")
-            record = Record(fps[i], times[i], self._simhash_tables, (), doc_id)
+            record = Record(fps[i], times[i], self._simhash_tables, (), ids[i])
             self._add(self._allocate_handle(), record, self._simhash_tables, id_key=id_keys[i])
 
     def _insert_roots(

@@ -235,7 +235,6 @@ class BlockIndex(BatchCalls):
         simhash_total = band_total = 0
         band_probed = False
         k = self.k
-        out = self._positions
         for table, leaves, _ in probe:
             if table.kind == "band":
                 band_probed = True
@@ -250,8 +249,7 @@ class BlockIndex(BatchCalls):
                 if not size:
                     continue
                 simhash_total += size
-                if size > len(out):
-                    out = self._positions = np.empty(2 * size, dtype=np.int64)
+                out = self._room(size)
                 count = within(bucket.fps, query, k, out)
                 if count:
                     stored = bucket.handles
@@ -272,18 +270,24 @@ class BlockIndex(BatchCalls):
         packed = within_tables(columns, self._filter_masks, query, self.k, out)
         count = packed & 0xFFFFFFFF
         if count > len(out):  # more matches than room (duplicates): again, with room
-            out = self._positions = np.empty(2 * count, dtype=np.int64)
+            out = self._room(count)
             within_tables(columns, self._filter_masks, query, self.k, out)
         self._stats.candidates["simhash"].add(packed >> 32)
         if not count:
             return []
         return self._hits(fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, set())
 
+    def _room(self, count: int) -> np.ndarray:
+        """The compiled filters' output buffer, grown (to twice what is asked) to hold ``count``."""
+        if count > len(self._positions):
+            self._positions = np.empty(2 * count, dtype=np.int64)
+        return self._positions
+
     def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
         """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
         k = self.k
         head = RECORD_HEAD.size + self._mask_len
-        unpack, unpack_len = RECORD_HEAD.unpack_from, PAYLOAD_LEN.unpack_from
+        unpack = RECORD_HEAD.unpack_from
         handles = list(near | band)
         raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
         hits = []
@@ -298,12 +302,7 @@ class BlockIndex(BatchCalls):
                 via = "band"
             else:  # passed the filter only on the bits the entries keep
                 continue
-            pos = head + 16 * (n & ~PAYLOAD_FLAG)
-            payload = b""
-            if n & PAYLOAD_FLAG:  # _tail, inline
-                (size,) = unpack_len(value, pos)
-                payload = value[pos + 4 : pos + 4 + size]
-                pos += 4 + size
+            payload, pos = record_tail(value, head, n)
             hits.append(IndexHit(value[pos:].decode("utf-8", "surrogatepass"), distance, ts, stored, via, payload))
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
@@ -445,14 +444,14 @@ class BlockIndex(BatchCalls):
             empty = next(iter(self._kv.scan_prefix(b"")), None) is None
             self._kv.put(META_NS + b"config", json.dumps(config).encode())
             return empty
-        if json.loads(raw) != config:
-            stored = json.loads(raw)
+        stored = json.loads(raw)
+        if stored != config:
             if stored.get("version") != FORMAT_VERSION:
                 raise ValueError(
                     f"store has block-index format version {stored.get('version')}, this code reads version "
                     f"{FORMAT_VERSION} only: rebuild it (dedup scan: a new --state directory; the service: a "
                     "new app_id, or delete its state and changelog topics)")
-            raise ValueError(f"store was built with {json.loads(raw)}, not {config}")
+            raise ValueError(f"store was built with {stored}, not {config}")
         return False
 
     def _check_fingerprint(self, fingerprint: int) -> None:
@@ -632,9 +631,8 @@ class BlockIndex(BatchCalls):
             (int.from_bytes(value[p : p + 8], "big"), int.from_bytes(value[p + 8 : p + 16], "big"))
             for p in range(pos, pos + 16 * nbands, 16)
         )
-        pos += 16 * nbands
         tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
-        payload, pos = record_tail(value, pos - 16 * nbands, n)
+        payload, pos = record_tail(value, pos, n)  # from the end of the mask, past the bands
         return Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
 
     def _mutated(self, count: int = 1) -> None:
