@@ -25,7 +25,17 @@ from stream.index import batch_keys
 from stream.index.kernels import pairs_within, within_tables
 from stream.index.records import EXPIRY_NS, HANDLE_BLOCK, HANDLE_NS, META_NS, IndexHit, Record, doc_key
 from stream.index.store import KVStore, put_many
-from stream.index.table import ENTRY_TAG, HANDLE_LEN, Bucket, BucketCache, BucketTable, Leaf, SplitPolicy
+from stream.index.table import (
+    ENTRY_TAG,
+    HANDLE_LEN,
+    ROOT_LEAF,
+    ROOT_SPLIT,
+    Bucket,
+    BucketCache,
+    BucketTable,
+    Leaf,
+    SplitPolicy,
+)
 
 if TYPE_CHECKING:
     from stream.index.stats import StatsRecorder
@@ -166,17 +176,18 @@ class BatchCalls:
 
     def _batch_roots(self, array: np.ndarray) -> _Roots:
         """The root buckets of a batch by list lookups in C; which are cached leaves from
-        ``BucketCache.leaf_roots`` in one numpy pass per table."""
+        ``BucketCache.root_states`` in one numpy pass per table."""
         assert self._root_slots is not None
         columns = []
         leaves = np.ones(len(array), dtype=np.bool_)
         unsplit = np.ones(len(array), dtype=np.bool_)
         for t, (slots, low, mask) in enumerate(self._root_slots):
             values = (array >> np.uint64(low)) & np.uint64(mask)
-            ready, split = self.cache.leaf_roots[t], self.cache.split_roots[t]
-            assert ready is not None and split is not None  # a table with slots has them
-            leaves &= ready[values]
-            unsplit &= ~split[values]
+            table_states = self.cache.root_states[t]
+            assert table_states is not None  # a table with slots has them
+            states = table_states[values]
+            leaves &= states == ROOT_LEAF
+            unsplit &= states != ROOT_SPLIT
             columns.append(list(map(slots.__getitem__, values.tolist())))
         if not leaves.all():
             return _Roots(columns, leaves, unsplit, None, None)

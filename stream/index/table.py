@@ -34,6 +34,7 @@ from stream.index.store import KVStore
 
 HANDLE_LEN = 5  # bytes: 2^40 documents per state partition before handles wrap
 ENTRY_TAG, SPLIT_TAG, CHILD_TAG = b"e", b"s", b"x"
+ROOT_ABSENT, ROOT_LEAF, ROOT_SPLIT = 0, 1, 2  # BucketCache.root_states: not cached, a leaf, split
 
 
 def handle_bytes(handle: int) -> bytes:
@@ -97,11 +98,10 @@ class BucketCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.buckets: dict[bytes, Bucket] = {}
-        # per table id: its top-level buckets by block value (None: table without slots), and whether
-        # each is a cached leaf (not split): the batch calls test a whole batch at once
+        # per table id: its top-level buckets by block value (None: table without slots), and each
+        # one's state (ROOT_ABSENT / ROOT_LEAF / ROOT_SPLIT): the batch calls test a batch at once
         self.roots: list[list[Bucket | None] | None] = []
-        self.leaf_roots: list[np.ndarray | None] = []
-        self.split_roots: list[np.ndarray | None] = []  # and which are cached split buckets
+        self.root_states: list[np.ndarray | None] = []
         self._root_len: dict[int, int] = {}  # table id -> length of a top-level key
         self.clock = 0  # public for BlockIndex's hot path, which stamps its k + 1 roots inline
         # True while the cache holds every bucket there is (set by an index that opened an empty store
@@ -124,12 +124,10 @@ class BucketCache:
             return None
         while len(self.roots) <= table_id:
             self.roots.append(None)
-            self.leaf_roots.append(None)
-            self.split_roots.append(None)
+            self.root_states.append(None)
         slots: list[Bucket | None] = [None] * (1 << (8 * top_len))
         self.roots[table_id] = slots
-        self.leaf_roots[table_id] = np.zeros(len(slots), dtype=np.bool_)
-        self.split_roots[table_id] = np.zeros(len(slots), dtype=np.bool_)
+        self.root_states[table_id] = np.full(len(slots), ROOT_ABSENT, dtype=np.int8)
         self._root_len[table_id] = 1 + top_len
         for key, bucket in self.buckets.items():
             self._file(key, bucket)
@@ -178,21 +176,19 @@ class BucketCache:
         self.complete = False
         self.buckets.clear()
         self._entries = 0
-        for slots, leaves, splits in zip(self.roots, self.leaf_roots, self.split_roots, strict=True):
-            if slots is not None and leaves is not None and splits is not None:
+        for slots, states in zip(self.roots, self.root_states, strict=True):
+            if slots is not None and states is not None:
                 slots[:] = [None] * len(slots)
-                leaves[:] = False
-                splits[:] = False
+                states[:] = ROOT_ABSENT
 
     def _file(self, key: bytes, bucket: Bucket | None) -> None:
         """Keep the slot of a top-level key in step with the cache (None: evicted)."""
         if key and self._root_len.get(key[0]) == len(key):
-            slots, leaves, splits = self.roots[key[0]], self.leaf_roots[key[0]], self.split_roots[key[0]]
-            assert slots is not None and leaves is not None and splits is not None
+            slots, states = self.roots[key[0]], self.root_states[key[0]]
+            assert slots is not None and states is not None
             value = int.from_bytes(key[1:], "big")
             slots[value] = bucket
-            leaves[value] = bucket is not None and not bucket.split
-            splits[value] = bucket is not None and bucket.split
+            states[value] = ROOT_ABSENT if bucket is None else ROOT_SPLIT if bucket.split else ROOT_LEAF
 
     def _evict(self) -> None:
         target = self.max_bytes * self.EVICT_TO
