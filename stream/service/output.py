@@ -80,9 +80,7 @@ class Output:
             if err is not None:
                 batch.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
                 self._failed = True
-            batch.pending -= 1
-            if batch.pending == 0 and batch.waiter is not None and batch.loop is not None:
-                batch.loop.call_soon_threadsafe(_resolve, batch.waiter)
+            self._settle(batch)
 
     def _changelog_delivered(self, batch: Batch, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
@@ -90,12 +88,17 @@ class Output:
             return
         tp = (str(msg.topic()), msg.partition() or 0)
         offset = msg.offset() or 0
-        with self._lock:  # _delivered's bookkeeping inline: one lock per report
+        with self._lock:  # one lock per report for the offset and the batch
             if offset > self.delivered_offsets.get(tp, -1):
                 self.delivered_offsets[tp] = offset
-            batch.pending -= 1
-            if batch.pending == 0 and batch.waiter is not None and batch.loop is not None:
-                batch.loop.call_soon_threadsafe(_resolve, batch.waiter)
+            self._settle(batch)
+
+    @staticmethod
+    def _settle(batch: Batch) -> None:
+        """One of ``batch``'s records is reported (the lock held): wake its waiter after the last."""
+        batch.pending -= 1
+        if batch.pending == 0 and batch.waiter is not None and batch.loop is not None:
+            batch.loop.call_soon_threadsafe(_resolve, batch.waiter)
 
     # -- producing (event loop) ----------------------------------------------------------------
 
@@ -121,16 +124,15 @@ class Output:
         self._produce(topic, kwargs)
 
     def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
-        self.changelog_many(topic, partition, ((key, value),), 1)
+        self.changelog_many(topic, partition, ((key, value),))
 
-    def changelog_many(self, topic: str, partition: int, ops: Sequence[tuple[bytes, bytes | None]],
-                       count: int | None = None) -> None:
+    def changelog_many(self, topic: str, partition: int, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Changelog records (key, value; None deletes) to one partition, in order. The per-record
         path is librdkafka's ``produce`` with positional arguments and the batch's callback (~1.3 us
         a record; keyword arguments and a closure per record: ~4.5 us, ~25 records per document)."""
         batch = self._current
         report = batch.on_changelog
-        n = len(ops) if count is None else count
+        n = len(ops)
         with self._lock:  # counted before producing: no report can bring the batch to 0 early
             batch.pending += n
         produce = self.producer.produce
