@@ -78,65 +78,6 @@ def test_wire_formats_round_trip() -> None:
     assert letter["value_encoding"] == "base64" and letter["key"] == "k" and letter["source"]["offset"] == 42
 
 
-def test_the_gather_header_rides_with_one_probe_answer() -> None:
-    """A document's header goes out in its first target partition's probe item only, comes back
-    with that answer, and the gather stage completes the document from answers alone."""
-    from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-    from stream.index import MemoryStore
-    from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
-    from stream.service.routing import doc_partition
-
-    class Out:
-        def __init__(self) -> None:
-            self.sent: list[tuple[str, int | None, bytes]] = []
-
-        def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None = None,
-                 headers: object = None) -> None:
-            self.sent.append((topic, partition, value))
-
-        def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
-            pass
-
-        def changelog_many(self, topic: str, partition: int, ops: object) -> None:
-            pass
-
-    out = Out()
-    topics = Topics("probe", "gather", "verdicts", "dlq", 4)
-    config = FingerprintConfig(segmenter="auto")
-    stores = {p: MemoryStore() for p in range(4)}
-    gather_stores = {p: MemoryStore() for p in range(4)}
-    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
-    docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
-    docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
-    DocumentStage(config, 3, topics, out).handle(  # type: ignore[arg-type]
-        [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
-    # no separate header messages, except for the empty document (its header alone completes it)
-    headers = [json.loads(v) for t, _, v in out.sent if t == "gather"]
-    assert [[e["doc"] for e in h] for h in headers] == [["e"]]
-    out.sent = [sent for sent in out.sent if sent[0] == "probe"]
-    probes = [(p, [ProbeItem.from_json(d) for d in json.loads(v)]) for _, p, v in out.sent]
-    for doc in ("a", "b"):
-        items = [(p, it) for p, its in probes for it in its if it.doc == doc]
-        carriers = [p for p, it in items if it.expect is not None]
-        assert carriers == [min(p for p, _ in items)] and len(items) > 1
-    out.sent.clear()
-    ProbeStage(config, 3, topics, out, stores.__getitem__).handle_batch(probes)  # type: ignore[arg-type]
-    gather = GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
-    answers = list(out.sent)
-    out.sent.clear()
-    for v in headers:
-        gather.handle(doc_partition("e", 4), v)
-    for _, p, v in answers:
-        assert p is not None
-        gather.handle(p, json.loads(v))
-    verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
-    assert set(verdicts) == {"a", "b", "e"}
-    assert [m[0] if isinstance(m, list) else m["id"] for m in verdicts["b"]["matches"]] == ["a"]
-    fp = Fingerprinter(config).fingerprint(parse_document(json.loads(docs[1])))
-    assert (verdicts["b"]["fingerprint"], verdicts["b"]["schema"]) == (fp.hex, fp.schema)
-    assert verdicts["b"]["verdict"] == "duplicate" and verdicts["e"]["verdict"] == "empty"
-
-
 def test_send_list_splits_large_batches_below_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     from stream.service import pipeline
     from stream.service.pipeline import send_list

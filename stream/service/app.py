@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import faust
@@ -24,7 +24,7 @@ from stream.service.ledger import TP, InputLedger, decode_position, encode_posit
 from stream.service.messages import ProbeItem, Source, loads
 from stream.service.offset_gaps import install_gap_guard, request_seek
 from stream.service.output import Batch, Output, OutputError
-from stream.service.pipeline import DocumentStage, GatherStage, ProbeStage, Record, Topics
+from stream.service.pipeline import DocumentStage, GatherStage, Pipeline, ProbeStage, Record, Topics
 from stream.service.recovery import install_exact_recovery_bounds
 from stream.service.settings import Settings
 from stream.service.tablestore import FaustTableStore
@@ -95,9 +95,11 @@ class DedupApp:
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
         # the index's doc-id and expiry keys stay out of the changelog: ProbeStage rebuilds them
-        self.probes = ProbeStage(config, s.k, self.topics, self.output,
+        self.probes = ProbeStage(config, s.k, self.topics,
                                  lambda p: self._store(self.blocks, self._block_stores, p, DOC_NS + EXPIRY_NS))
         self.gather = GatherStage(self.topics, self.output, self._gather_store)
+        self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
+                                 owned=self._owned if s.local_hops else frozenset)
         # one ledger per agent; positions live in the gather state table (partition = input partition)
         # positions at most once a second per partition: per batch it was ~1.5 changelog records per
         # document at 100 docs/s; a lagging position only means re-reading (idempotent) after a crash
@@ -109,6 +111,14 @@ class DedupApp:
         """Ask the fetch loop to read these input partitions again from the given offsets."""
         for (topic, partition), offset in seeks.items():
             request_seek(self.app.consumer, faust.types.TP(topic, partition), offset)
+
+    def _owned(self) -> Container[tuple[str, int]]:
+        """The partitions this worker owns with their tables recovered: none during a rebalance
+        (Faust sets ``rebalancing`` from the revocation until recovery completes), so a hop then
+        goes over Kafka as before."""
+        if self.app.rebalancing:
+            return frozenset()
+        return self.app.assignor.assigned_actives()
 
     def _load_position(self, tp: TP) -> int | None:
         return decode_position(self._gather_store(tp[1]).get(ledger_key(tp[0])))
@@ -161,18 +171,17 @@ class DedupApp:
         metrics.BATCH_SECONDS.labels(stage).observe(time.perf_counter() - t0)
 
     def _handle_documents(self, events: list[EventT]) -> None:
-        self.documents.handle([Record(e.key, e.value, _source(e)) for e in events])
+        self.pipeline.documents_batch([Record(e.key, e.value, _source(e)) for e in events])
 
     def _handle_probes(self, events: list[EventT]) -> None:
-        self.probes.handle_batch([(e.message.partition, [ProbeItem.from_json(d) for d in loads(e.value)])
-                                  for e in events])
+        self.pipeline.probe_batch([(e.message.partition, [ProbeItem.from_json(d) for d in loads(e.value)])
+                                   for e in events])
 
     def _handle_gather(self, events: list[EventT]) -> None:
         by_partition: dict[int, list[dict[str, Any]]] = {}
         for e in events:
             by_partition.setdefault(e.message.partition, []).extend(loads(e.value))
-        for partition, entries in by_partition.items():
-            self.gather.handle(partition, entries)
+        self.pipeline.gather_batch(by_partition)
 
     def _define_agents(self) -> None:
         s = self.settings

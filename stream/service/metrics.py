@@ -9,6 +9,8 @@ DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the de
 PROBES = Counter("dedup_probes_total", "Per-partition document probes run")
 CANDIDATES = Counter("dedup_candidates_total", "Index candidates verified")
 VERDICTS = Counter("dedup_verdicts_total", "Verdicts published", ["verdict", "revised"])
+HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (probe/gather) and route: "
+               "local (a partition this worker owns, no Kafka round trip) or kafka", ["hop", "route"])
 REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents")
 BATCH_SECONDS = Histogram("dedup_batch_seconds", "Time to process one agent batch", ["agent"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))

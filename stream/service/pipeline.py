@@ -1,13 +1,15 @@
 """The three stages of the worker as plain classes (Kafka I/O through ``Output``; no Faust here).
 
-1. ``DocumentStage``: parse, fingerprint, route: one probe message per target partition per
-   batch; each document's gather header rides in its first target partition's probe item and
-   returns with that partition's answer (a document without targets sends it to gather itself).
+1. ``DocumentStage``: parse, fingerprint, route: probe items per target partition; each
+   document's gather header rides in its first target partition's probe item and returns with
+   that partition's answer (a document without targets sends it to gather itself).
 2. ``ProbeStage``: partition-local ``Detector.probe`` on a BlockIndex over the partition's table.
 3. ``GatherStage``: per-document answers -> verdict (+ revisions of later documents).
 
-``stream.service.app`` wires them to Faust agents. Each stage's ``handle`` returns nothing; the
-agent flushes ``Output`` before acknowledging its batch.
+Each stage returns what it hands on (``Hops``: probe items and gather entries per partition);
+``Pipeline`` delivers them, over Kafka or, for partitions this worker owns, straight to the next
+stage. ``stream.service.app`` wires the pipeline to Faust agents; the agent flushes ``Output``
+before acknowledging its batch.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from stream.detect import Detector
@@ -89,6 +91,22 @@ class Topics:
     partitions: int
 
 
+Entries = list[dict[str, Any]]
+
+
+def _merge(into: defaultdict[int, Entries], more: Mapping[int, Entries]) -> None:
+    for partition, entries in more.items():
+        into[partition].extend(entries)
+
+
+@dataclass
+class Hops:
+    """What a stage hands on: probe items and gather entries per target partition."""
+
+    probes: defaultdict[int, list[ProbeItem]] = field(default_factory=lambda: defaultdict(list))
+    gather: defaultdict[int, Entries] = field(default_factory=lambda: defaultdict(list))
+
+
 class DocumentStage:
     def __init__(self, config: FingerprintConfig, k: int, topics: Topics, output: Output) -> None:
         self.fingerprinter = Fingerprinter(config)
@@ -97,9 +115,8 @@ class DocumentStage:
         self.topics = topics
         self.output = output
 
-    def handle(self, records: Sequence[Record]) -> None:
-        probes: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        headers: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    def handle(self, records: Sequence[Record]) -> Hops:
+        hops = Hops()
         n = self.topics.partitions
         for rec in records:
             metrics.DOCUMENTS.inc()
@@ -124,18 +141,15 @@ class DocumentStage:
                 first = min(targets)
                 header = {"expected": len(targets), "source": rec.source.to_json()}
                 for partition, tables in targets.items():
-                    probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
-                                                       header if partition == first else None).to_json())
+                    hops.probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
+                                                            header if partition == first else None))
             else:  # nothing to probe: the header alone completes the document
                 header = {"t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "sim": fp.simhash,
                           "schema": fp.schema, "order": list(order), "source": rec.source.to_json()}
                 if fp.empty:
                     header["empty"] = True
-                headers[doc_partition(doc.id, n)].append(header)
-        for partition, items in probes.items():
-            send_list(self.output, self.topics.probe, partition, items)
-        for partition, entries in headers.items():
-            send_list(self.output, self.topics.gather, partition, entries)
+                hops.gather[doc_partition(doc.id, n)].append(header)
+        return hops
 
 
 CHECKPOINT_SECONDS = 5.0
@@ -148,9 +162,9 @@ CHECKPOINT_SECONDS = 5.0
 class ProbeStage:
     """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
 
-    def __init__(self, config: FingerprintConfig, k: int, topics: Topics, output: Output,
+    def __init__(self, config: FingerprintConfig, k: int, topics: Topics,
                  store_for: Callable[[int], KVStore], threshold: float = 0.8) -> None:
-        self.config, self.k, self.topics, self.output = config, k, topics, output
+        self.config, self.k, self.topics = config, k, topics
         self.store_for = store_for
         self.threshold = threshold
         self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
@@ -182,14 +196,12 @@ class ProbeStage:
             self._detectors.pop(p, None)
             self._checkpointed.pop(p, None)
 
-    def handle(self, partition: int, items: Sequence[ProbeItem]) -> None:
-        self.handle_batch([(partition, items)])
-
-    def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> None:
-        """All probe messages of one agent batch: answers go out as one message per gather
-        partition (not one per message: at low load a document's probes arrive as one message per
-        partition, and per-message answers made the gather agent consume ~4 messages per document)."""
-        answers: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> dict[int, Entries]:
+        """All probe messages of one agent batch -> answers per gather partition (one message per
+        gather partition, not per probe message: at low load a document's probes arrive as one
+        message per partition, and per-message answers made the gather agent consume ~4 messages
+        per document)."""
+        answers: dict[int, Entries] = defaultdict(list)
         touched: dict[int, Detector] = {}
         buffers: list[BufferedStore] = []
         for partition, items in messages:
@@ -221,8 +233,7 @@ class ProbeStage:
                 self._checkpointed[partition] = now
         for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
             buffered.drain()
-        for gp, entries in answers.items():
-            send_list(self.output, self.topics.gather, gp, entries)
+        return answers
 
 
 class GatherStage:
@@ -232,7 +243,8 @@ class GatherStage:
                  clock: Callable[[], float] = time.time) -> None:
         self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
 
-    def handle(self, partition: int, entries: Sequence[dict[str, Any]]) -> None:
+    def handle(self, partition: int, entries: Sequence[dict[str, Any]]) -> dict[int, Entries]:
+        """Entries of one gather partition -> revisions of later documents per gather partition."""
         store = self.store_for(partition)
         states: dict[str, GatherState] = {}
         publish: set[str] = set()
@@ -255,7 +267,7 @@ class GatherStage:
                     publish.add(doc)
             elif kind == "revise" and state.revise(match_from_wire(entry["match"])):
                 publish.add(doc)
-        revisions: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        revisions: dict[int, Entries] = defaultdict(list)
         for doc in publish:
             state = states[doc]
             self._publish(state)
@@ -268,8 +280,7 @@ class GatherStage:
                 metrics.REVISIONS.inc()
         for doc, state in states.items():
             store.put(doc.encode(), dumps(state.to_json()))
-        for gp, items in revisions.items():
-            send_list(self.output, self.topics.gather, gp, items)
+        return revisions
 
     @staticmethod
     def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
@@ -294,3 +305,59 @@ class GatherStage:
         metrics.VERDICTS.labels(verdict.verdict, str(state.revised).lower()).inc()
         if not state.revised:
             metrics.LATENCY.observe(max(0.0, now - state.source.timestamp))
+
+
+class Pipeline:
+    """The three stages and the hops between them.
+
+    A hop to a partition this worker owns right now (``owned()``: the (topic, partition) pairs
+    assigned to it, tables recovered) goes straight to the next stage, inside the same agent batch;
+    the others go over Kafka. Ownership is what makes this safe: partition p of the probe topic,
+    of the block table and of the gather topic belong to one worker, whose event loop runs one
+    batch at a time, so a local hop reads and writes exactly the state the Kafka hop would, with its
+    changelog records delivered before the batch's input is acknowledged. Measured at 200 docs/s on
+    one worker: each Kafka hop cost 60-77 ms at the median (docs/service.md, "Local hops").
+    """
+
+    def __init__(self, documents: DocumentStage, probes: ProbeStage, gather: GatherStage, output: Output,
+                 topics: Topics, owned: Callable[[], Container[tuple[str, int]]] = frozenset) -> None:
+        self.documents, self.probes, self.gather = documents, probes, gather
+        self.output, self.topics, self.owned = output, topics, owned
+
+    def documents_batch(self, records: Sequence[Record]) -> None:
+        self._forward(self.documents.handle(records))
+
+    def probe_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> None:
+        hops = Hops()
+        _merge(hops.gather, self.probes.handle_batch(messages))
+        self._forward(hops)
+
+    def gather_batch(self, entries: Mapping[int, Sequence[dict[str, Any]]]) -> None:
+        hops = Hops()
+        for partition, items in entries.items():
+            _merge(hops.gather, self.gather.handle(partition, items))
+        self._forward(hops)
+
+    def _forward(self, hops: Hops) -> None:
+        owned = self.owned()
+        local: list[tuple[int, Sequence[ProbeItem]]] = []
+        for partition, items in hops.probes.items():
+            if (self.topics.probe, partition) in owned:
+                local.append((partition, items))
+            else:
+                send_list(self.output, self.topics.probe, partition, [item.to_json() for item in items])
+        metrics.HOPS.labels("probe", "local").inc(len(local))
+        metrics.HOPS.labels("probe", "kafka").inc(len(hops.probes) - len(local))
+        gather = hops.gather
+        if local:
+            _merge(gather, self.probes.handle_batch(local))
+        while gather:  # a revision can revise further documents; each is applied once, so this ends
+            later: defaultdict[int, Entries] = defaultdict(list)
+            for partition, entries in gather.items():
+                if (self.topics.gather, partition) in owned:
+                    metrics.HOPS.labels("gather", "local").inc()
+                    _merge(later, self.gather.handle(partition, entries))
+                else:
+                    metrics.HOPS.labels("gather", "kafka").inc()
+                    send_list(self.output, self.topics.gather, partition, entries)
+            gather = later

@@ -84,6 +84,9 @@ class Settings:
     rebalance_timeout: float = 10.0
     # Faust hard-codes 1500 ms; tansu then delays each of our 3 hops (see faust_tuning.py)
     fetch_max_wait_ms: int = 20
+    # hand a probe or gather message straight to the next stage when this worker owns its partition
+    # (pipeline.Pipeline); off = every hop over Kafka, for comparison
+    local_hops: bool = True
     segmenter: str | None = None  # None = the fingerprinter's default (recorded in the schema)
     k: int = 3
     metrics_port: int | None = None  # Prometheus endpoint (prometheus-client) if set
@@ -140,6 +143,13 @@ def _coerce(name: str, raw: Any) -> Any:
             raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
     if name in {"batch_within", "rebalance_timeout"}:
         return float(raw)
+    if name == "local_hops":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+            raise ConfigError(f"{name} must be true or false, got {raw!r}")
+        return text in {"1", "true", "yes", "on"}
     return str(raw)
 
 

@@ -1,0 +1,135 @@
+"""The worker's three stages and the hops between them, without a broker: what goes over Kafka is
+collected and fed to the next stage by hand, as the agents would."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Container
+from pathlib import Path
+from typing import Any
+
+from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.index import MemoryStore
+from stream.service.messages import ProbeItem, Source
+from stream.service.pipeline import DocumentStage, GatherStage, Hops, Pipeline, ProbeStage, Record, Topics
+from stream.service.routing import doc_partition
+
+PARTITIONS = 4
+TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS)
+CONFIG = FingerprintConfig(segmenter="auto")
+FIXTURE = Path(__file__).parent / "fixtures" / "tang_small.jsonl"
+
+
+class Out:
+    """Collects what the stages send (the Output interface they use)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int | None, bytes]] = []
+
+    def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None = None,
+             headers: object = None) -> None:
+        self.sent.append((topic, partition, value))
+
+    def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
+        pass
+
+    def changelog_many(self, topic: str, partition: int, ops: object) -> None:
+        pass
+
+    def take(self, topic: str) -> list[tuple[int, Any]]:
+        mine = [(p, json.loads(v)) for t, p, v in self.sent if t == topic]
+        self.sent = [s for s in self.sent if s[0] != topic]
+        return [(p, v) for p, v in mine if p is not None]
+
+
+def _worker(out: Out, owned: Container[tuple[str, int]]) -> Pipeline:
+    stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
+    gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
+    return Pipeline(DocumentStage(CONFIG, 3, TOPICS, out),  # type: ignore[arg-type]
+                    ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__),
+                    GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
+                    out, TOPICS, owned=lambda: owned)  # type: ignore[arg-type]
+
+
+def _run(values: list[bytes], owned: Container[tuple[str, int]], batch: int = 7) -> tuple[dict[str, Any], int]:
+    """Documents in batches; the probe and gather messages sent over 'Kafka' are consumed after each
+    batch, as the agents would. Returns the final verdict per document and the internal messages."""
+    out = Out()
+    pipeline = _worker(out, owned)
+    internal = 0
+    for i in range(0, len(values), batch):
+        pipeline.documents_batch([Record(None, v, Source("documents", 0, i + n, 0.0))
+                                  for n, v in enumerate(values[i : i + batch])])
+        while any(t in ("probe", "gather") for t, _, _ in out.sent):
+            probes = out.take("probe")
+            internal += len(probes)
+            if probes:
+                pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
+            gathers = out.take("gather")
+            internal += len(gathers)
+            by_partition: dict[int, list[dict[str, Any]]] = defaultdict(list)
+            for p, entries in gathers:
+                by_partition[p].extend(entries)
+            pipeline.gather_batch(by_partition)
+    final: dict[str, Any] = {}
+    for topic, _, value in out.sent:
+        if topic == "verdicts":
+            body = json.loads(value)
+            final[body["id"]] = {k: v for k, v in body.items() if k not in ("revised", "processed_at", "source")}
+    return final, internal
+
+
+def _fixture(n: int) -> list[bytes]:
+    lines = [line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()][:n]
+    docs = [json.loads(line) for line in lines]
+    for i, d in enumerate(docs):
+        d["ts"] = float(i)
+    random.Random(7).shuffle(docs)  # out of canonical order: later documents arrive first, revisions follow
+    return [json.dumps(d, ensure_ascii=False).encode() for d in docs]
+
+
+def test_local_hops_give_the_same_verdicts_as_kafka_hops() -> None:
+    """Hops to owned partitions skip Kafka; the final verdicts (including revisions) do not depend on
+    which partitions a worker owns."""
+    values = _fixture(120)
+    everything = {(t, p) for t in ("probe", "gather") for p in range(PARTITIONS)}
+    remote, sent_remote = _run(values, frozenset())
+    local, sent_local = _run(values, everything)
+    half, sent_half = _run(values, {(t, p) for t, p in everything if p % 2 == 0})
+    assert len(remote) == len(values)
+    assert sum(v["verdict"] != "unique" for v in remote.values()) > 5  # the fixture has near-duplicates
+    assert local == remote and half == remote
+    assert sent_local == 0 < sent_half < sent_remote
+
+
+def test_the_gather_header_rides_with_one_probe_answer() -> None:
+    """A document's header goes out in its first target partition's probe item only, comes back
+    with that answer, and the gather stage completes the document from answers alone."""
+    out = Out()
+    stores = {p: MemoryStore() for p in range(PARTITIONS)}
+    gather_stores = {p: MemoryStore() for p in range(PARTITIONS)}
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
+    docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
+    hops: Hops = DocumentStage(CONFIG, 3, TOPICS, out).handle(  # type: ignore[arg-type]
+        [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
+    # no separate header entries, except for the empty document (its header alone completes it)
+    assert [[e["doc"] for e in entries] for entries in hops.gather.values()] == [["e"]]
+    for doc in ("a", "b"):
+        items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
+        carriers = [p for p, it in items if it.expect is not None]
+        assert carriers == [min(p for p, _ in items)] and len(items) > 1
+    answers = ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__).handle_batch(list(hops.probes.items()))
+    gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
+    for entries in hops.gather.values():
+        gather.handle(doc_partition("e", PARTITIONS), entries)
+    for p, entries in answers.items():
+        gather.handle(p, entries)
+    verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
+    assert set(verdicts) == {"a", "b", "e"}
+    assert [m[0] if isinstance(m, list) else m["id"] for m in verdicts["b"]["matches"]] == ["a"]
+    fp = Fingerprinter(CONFIG).fingerprint(parse_document(json.loads(docs[1])))
+    assert (verdicts["b"]["fingerprint"], verdicts["b"]["schema"]) == (fp.hex, fp.schema)
+    assert verdicts["b"]["verdict"] == "duplicate" and verdicts["e"]["verdict"] == "empty"
