@@ -72,11 +72,19 @@ class DocumentProducer:
         """Wait for delivery; returns the number of documents still undelivered."""
         return int(self.producer.flush(timeout))
 
+    def close(self, timeout: float = 60.0) -> int:
+        """Wait for delivery and disconnect (librdkafka destroys a client with its last reference;
+        a client left alive keeps reconnecting, and logs it, after the broker is gone). Returns
+        the number of documents still undelivered."""
+        left = self.flush(timeout)
+        del self.producer
+        return left
+
     def __enter__(self) -> DocumentProducer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.flush()
+        self.close()
 
 
 @dataclass
@@ -111,7 +119,7 @@ def publish_lines(settings: Settings, lines: IO[str], topic: str | None = None,
             producer.send(line.encode(), key=str(doc["id"]))
             result.sent += 1
             bar.update(task, completed=producer.delivered)
-        producer.flush()
+        producer.close()
         bar.update(task, completed=producer.delivered)
     result.failed = producer.failed
     return result
