@@ -11,6 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Container
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -36,6 +37,28 @@ RAW_TOPIC: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serial
 BLOCKS_TABLE = "blocks"  # names fixed by topology/topics.yaml: {app_id}-blocks-changelog
 GATHER_TABLE = "gather_state"
 LEDGER_SAVE_SECONDS = 1.0
+
+
+READY_FILE = "READY"
+
+
+class ReadyMarker(faust.Sensor):
+    """``<data dir>/READY`` while the worker is assigned, recovered and consuming (written when a
+    rebalance ends, removed when the next one starts and at stop): a readiness probe for
+    supervisors and ``dedup demo``. (tansu's DescribeGroups lists no members, so the group's state
+    cannot tell.)"""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def on_rebalance_start(self, app: Any) -> dict[str, Any]:
+        self.path.unlink(missing_ok=True)
+        return super().on_rebalance_start(app)
+
+    def on_rebalance_end(self, app: Any, state: dict[str, Any]) -> None:
+        super().on_rebalance_end(app, state)
+        self.path.write_text(f"{os.getpid()}\n")
 
 
 def _source(event: EventT) -> Source:
@@ -73,6 +96,8 @@ class DedupApp:
             stream_buffer_maxsize=max(4096, s.batch_size * 8),
             consumer_max_fetch_size=4 << 20,
         )
+        self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE)
+        self.app.sensors.add(self.ready)
         self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}))
         self.topics = Topics(
             probe=topology.internal_name("probe"),
@@ -100,6 +125,7 @@ class DedupApp:
         self.gather = GatherStage(self.topics, self.output, self._gather_store)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
+        self.pipeline.warm_up()
         # one ledger per agent; positions live in the gather state table (partition = input partition)
         # positions at most once a second per partition: per batch it was ~1.5 changelog records per
         # document at 100 docs/s; a lagging position only means re-reading (idempotent) after a crash

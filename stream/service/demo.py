@@ -54,7 +54,7 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     stats = VerdictStats()
     try:
         with console.status(f"starting {workers} worker(s) (consumer-group join, table recovery)..."):
-            _wait_ready(settings, procs)
+            _wait_ready(root, procs)
         from stream.service.producer import DocumentProducer
 
         t0 = time.time()
@@ -125,21 +125,15 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
         broker.stop()
 
 
-def _wait_ready(settings: Any, procs: list[subprocess.Popen[bytes]], timeout: float = 90.0) -> None:
-    """Ready = the worker group has committed/assigned the documents topic (it consumes)."""
-    from confluent_kafka.admin import AdminClient
+def _wait_ready(root: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 90.0) -> None:
+    """Every worker assigned, recovered and consuming: its ``READY`` file (``app.ReadyMarker``)."""
+    from stream.service.app import READY_FILE
 
-    admin = AdminClient(settings.confluent())
+    markers = [root / f"worker-{i}" / READY_FILE for i in range(len(procs))]
     deadline = time.time() + timeout
-    while time.time() < deadline:
+    while not all(m.exists() for m in markers):
         if any(p.poll() is not None for p in procs):
-            raise SystemExit("a worker exited during start-up")
-        try:
-            groups = admin.describe_consumer_groups([settings.app_id])
-            desc = groups[settings.app_id].result(timeout=5)
-            members = len(desc.members)
-            if members >= len(procs) and str(desc.state).endswith("STABLE"):
-                return
-        except Exception:
-            pass
-        time.sleep(0.5)
+            raise SystemExit(f"a worker exited during start-up; see {root}/worker-*.log")
+        if time.time() > deadline:
+            raise SystemExit(f"the workers were not ready after {timeout:.0f} s; see {root}/worker-*.log")
+        time.sleep(0.2)

@@ -57,6 +57,7 @@ def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
         try:
             worker.execute_from_commandline()  # returns via SystemExit when the worker stops
         finally:
+            dedup.ready.path.unlink(missing_ok=True)
             guard.end(clean=dedup.output.close())
         return 0
     except SystemExit as exc:
