@@ -1,0 +1,5 @@
+"""``python -m stream ...`` is ``dedup ...`` (for environments without the console script on PATH)."""
+
+from stream.cli import main
+
+main(prog_name="dedup")

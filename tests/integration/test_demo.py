@@ -1,0 +1,32 @@
+"""``dedup demo``, the README's first command: its own embedded broker, a worker, the bundled sample."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.integration.conftest import demo_pairs
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_runs_end_to_end_and_summarizes() -> None:
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "stream", "demo"], capture_output=True, text=True,
+                          timeout=240)
+    elapsed = time.monotonic() - t0
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert re.search(r"documents\s+400\b", out), out
+    found = re.search(r"duplicates found (\d+) exact, (\d+) near, (\d+) unique", out)
+    assert found, out
+    exact, near, unique = map(int, found.groups())
+    assert exact + near + unique == 400
+    assert exact + near >= 0.9 * len(demo_pairs())  # the sample's known pairs are found
+    # ready as soon as the worker is (its READY file), not after a start-up timeout (was 90 s)
+    assert elapsed < 60, f"demo took {elapsed:.0f} s"
+    assert "Traceback" not in out + done.stderr and "FAIL|rdkafka" not in out + done.stderr
