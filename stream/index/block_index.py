@@ -50,7 +50,9 @@ from stream.index.table import (
 
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 STATS_EVERY = 512  # mutations between stats checkpoints
-FORMAT_VERSION = 3  # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload
+# 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload; 4: the
+# filter keeps 24 bits (SimhashBlocks.FILTER_BITS)
+FORMAT_VERSION = 4
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
