@@ -244,7 +244,7 @@ class BlockIndex(BatchCalls):
                     band.update(leaf.bucket.handles)
                     band_total += len(leaf.bucket.handles)
                 continue
-            query = as_signed(fingerprint & table.filter_mask)
+            root_query = as_signed(fingerprint & table.filter_mask)
             for leaf in leaves:
                 bucket = leaf.bucket
                 size = len(bucket.handles)
@@ -252,6 +252,8 @@ class BlockIndex(BatchCalls):
                     continue
                 simhash_total += size
                 out = self._room(size)
+                # a sub-bucket's entries keep other bits than the root's (SimhashBlocks.leaf_mask)
+                query = as_signed(fingerprint & table.scheme.leaf_mask(leaf.path)) if leaf.path else root_query
                 count = within(bucket.fps, query, k, out)
                 if count:
                     stored = bucket.handles
@@ -506,9 +508,14 @@ class BlockIndex(BatchCalls):
         else:
             touched = self._probe(fingerprint, record.bands, tables)
             for table, leaves, source in touched:
-                payload = table.scheme.payload(fingerprint, source)
+                scheme = table.scheme
+                payload = scheme.payload(fingerprint, source)
                 for leaf in leaves:
-                    puts.append((leaf.key + entry_tail, payload))
+                    if leaf.path:  # a sub-bucket: its entries keep other bits (SimhashBlocks.entry_payload)
+                        sub_payload = scheme.entry_payload(fingerprint, source, leaf.state, leaf.path)
+                        puts.append((leaf.key + entry_tail, sub_payload))
+                    else:
+                        puts.append((leaf.key + entry_tail, payload))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts += lookup_puts(hb, record.ts, id_key)
@@ -546,7 +553,7 @@ class BlockIndex(BatchCalls):
             for leaf in leaves:
                 bucket = leaf.bucket
                 bucket.handles.append(handle)
-                bucket.fps.append(masked)
+                bucket.fps.append(fingerprint & table.scheme.leaf_mask(leaf.path) if leaf.path else masked)
                 if leaf.key in cached:  # an evicted leaf's object no longer counts
                     grown += 1
                 size = len(bucket.handles)
