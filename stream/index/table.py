@@ -6,7 +6,9 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
     node  := table(1) top(scheme.top_len)          top-level bucket
            | node b"x" group(1) value(var)          sub-bucket after a split (seed 002 §2.3)
     node b"e" handle(5)  -> scheme payload          one key per entry (small writes: one changelog
-                                                    message per entry, never a whole bucket)
+                                                    message per entry, never a whole bucket); in a
+                                                    sub-bucket the payload of its path
+                                                    (``scheme.entry_payload``)
     node b"s"            -> b""                     split marker: the bucket's entries moved below it
 
 After a component the next byte is always a tag (e / s / x) and every component has a width fixed by
