@@ -35,7 +35,8 @@ def test_simhash_payload_round_trips_and_subblocks_are_lossless(fp: int, k: int,
     assert bin(scheme.filter_mask).count("1") == scheme.width + min(64 - scheme.width, scheme.FILTER_BITS)
     assert scheme.source_of(top, payload) == (fp & scheme.filter_mask, 0)
     assert scheme.decode(top, [payload]).tolist() == [fp & scheme.filter_mask]
-    assert SimhashBlocks(32, k, 0).exact  # 32-bit fingerprints: nothing dropped
+    short = SimhashBlocks(32, k, 0)  # fingerprints whose rest fits the filter: nothing dropped
+    assert short.exact == (32 - short.width <= short.FILTER_BITS)
     # A neighbour that shares the block shares, at every split level, at least one sub-block.
     flips = data.draw(st.lists(st.integers(0, 63), max_size=k, unique=True))
     other = fp
@@ -49,6 +50,35 @@ def test_simhash_payload_round_trips_and_subblocks_are_lossless(fp: int, k: int,
         shared = [g for g, ((v1, _), (v2, _)) in enumerate(pairs) if v1 == v2]
         assert shared, "pigeonhole: one sub-block must match"
         (_, mine), (_, theirs) = pairs[shared[0]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, MASK), st.sampled_from([1, 2, 3, 5]), st.data())
+def test_sub_bucket_entries_keep_bits_their_key_does_not_fix(fp: int, k: int, data: st.DataObject) -> None:
+    """In a split leaf an entry keeps the low FILTER_BITS bits of what the path leaves (format 4): its
+    payload decodes to the fingerprint masked by the leaf's mask, and the mask holds the block plus
+    FILTER_BITS bits none of which lies in a sub-block of the path (those the key fixes)."""
+    scheme = SimhashBlocks(64, k, data.draw(st.integers(0, k)))
+    top, state, path, tail = scheme.top((fp, 0)), scheme.root_state((fp, 0)), (), b""
+    fixed = 0  # fingerprint bits fixed by the path's sub-keys
+    while scheme.groups(state) and data.draw(st.booleans()):
+        group = data.draw(st.integers(0, scheme.groups(state) - 1))
+        before = scheme._remaining(path)
+        value, state = scheme.child(state, group)
+        path, tail = (*path, group), tail + b"x" + bytes([group]) + value
+        fixed |= sum(1 << bit for bit in set(before) - set(scheme._remaining(path)))
+        payload = scheme.entry_payload(fp, (fp, 0), state, path)
+        assert payload == scheme.entry_payload(fp, (fp, 0), None, path)  # the state is derivable
+        mask = scheme.leaf_mask(path)
+        assert scheme.decode_at(top, path, [payload]).tolist() == [fp & mask]
+        block = scheme.block_mask << scheme.low
+        assert mask & fixed == 0 and mask & block == block
+        assert bin(mask & ~block).count("1") == min(scheme.FILTER_BITS, state[1])
+        assert len(payload) == (min(scheme.FILTER_BITS, state[1]) + 7) // 8
+        assert scheme.path_of(tail) == path  # from the sub-bucket's key (BucketTable._load)
+    assert scheme.decode_at(top, (), [scheme.entry_payload(fp, (fp, 0), None, ())]).tolist() == [
+        fp & scheme.filter_mask
+    ]
 
 
 def test_band_scheme_descends_by_extension_rows() -> None:

@@ -50,7 +50,9 @@ from stream.index.table import (
 
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 STATS_EVERY = 512  # mutations between stats checkpoints
-FORMAT_VERSION = 3  # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload
+# 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload; 4: the
+# filter keeps 24 bits (SimhashBlocks.FILTER_BITS)
+FORMAT_VERSION = 4
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
@@ -242,7 +244,7 @@ class BlockIndex(BatchCalls):
                     band.update(leaf.bucket.handles)
                     band_total += len(leaf.bucket.handles)
                 continue
-            query = as_signed(fingerprint & table.filter_mask)
+            root_query = as_signed(fingerprint & table.filter_mask)
             for leaf in leaves:
                 bucket = leaf.bucket
                 size = len(bucket.handles)
@@ -250,6 +252,8 @@ class BlockIndex(BatchCalls):
                     continue
                 simhash_total += size
                 out = self._room(size)
+                # a sub-bucket's entries keep other bits than the root's (SimhashBlocks.leaf_mask)
+                query = as_signed(fingerprint & table.scheme.leaf_mask(leaf.path)) if leaf.path else root_query
                 count = within(bucket.fps, query, k, out)
                 if count:
                     stored = bucket.handles
@@ -504,9 +508,14 @@ class BlockIndex(BatchCalls):
         else:
             touched = self._probe(fingerprint, record.bands, tables)
             for table, leaves, source in touched:
-                payload = table.scheme.payload(fingerprint, source)
+                scheme = table.scheme
+                payload = scheme.payload(fingerprint, source)
                 for leaf in leaves:
-                    puts.append((leaf.key + entry_tail, payload))
+                    if leaf.path:  # a sub-bucket: its entries keep other bits (SimhashBlocks.entry_payload)
+                        sub_payload = scheme.entry_payload(fingerprint, source, leaf.state, leaf.path)
+                        puts.append((leaf.key + entry_tail, sub_payload))
+                    else:
+                        puts.append((leaf.key + entry_tail, payload))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts += lookup_puts(hb, record.ts, id_key)
@@ -544,7 +553,7 @@ class BlockIndex(BatchCalls):
             for leaf in leaves:
                 bucket = leaf.bucket
                 bucket.handles.append(handle)
-                bucket.fps.append(masked)
+                bucket.fps.append(fingerprint & table.scheme.leaf_mask(leaf.path) if leaf.path else masked)
                 if leaf.key in cached:  # an evicted leaf's object no longer counts
                     grown += 1
                 size = len(bucket.handles)

@@ -6,7 +6,9 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
     node  := table(1) top(scheme.top_len)          top-level bucket
            | node b"x" group(1) value(var)          sub-bucket after a split (seed 002 §2.3)
     node b"e" handle(5)  -> scheme payload          one key per entry (small writes: one changelog
-                                                    message per entry, never a whole bucket)
+                                                    message per entry, never a whole bucket); in a
+                                                    sub-bucket the payload of its path
+                                                    (``scheme.entry_payload``)
     node b"s"            -> b""                     split marker: the bucket's entries moved below it
 
 After a component the next byte is always a tag (e / s / x) and every component has a width fixed by
@@ -306,8 +308,9 @@ class BucketTable:
             handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
             payloads.append(payload)
         if payloads:
-            top = key[1 : 1 + self.scheme.top_len]
-            bucket.fps = array("Q", self.scheme.decode(top, payloads).tobytes())
+            root_len = 1 + self.scheme.top_len
+            path = self.scheme.path_of(key[root_len:]) if len(key) > root_len else ()
+            bucket.fps = array("Q", self.scheme.decode_at(key[1:root_len], path, payloads).tobytes())
         return bucket
 
     def leaves(self, source: Source) -> list[Leaf]:
@@ -383,14 +386,17 @@ class BucketTable:
         top = leaf.key[1 : 1 + scheme.top_len]
         children: Children = {}
         entries = list(self.store.scan_prefix(leaf.key + ENTRY_TAG))
-        fps = scheme.decode(top, [payload for _, payload in entries]).tolist()
         handles = [entry_key[-HANDLE_LEN:] for entry_key, _ in entries]
-        if scheme.exact:
+        exact = scheme.exact
+        if exact:
+            # the payload keeps the whole source: the children keep it and its fingerprint as they are
+            fps = scheme.decode(top, [payload for _, payload in entries]).tolist()
             sources: list[Source | None] = [scheme.source_of(top, payload) for _, payload in entries]
         else:
             if self.resolve is None:
                 raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
             sources = [None if fp is None else (fp, 0) for fp in self.resolve(handles)]
+            fps = [0] * len(entries)  # unused: each child keeps other bits (entry_payload, leaf_mask)
         for handle, source, payload, fingerprint in zip(handles, sources, (p for _, p in entries), fps, strict=True):
             if source is None:
                 # An entry without a document record: left by a changelog prefix cut inside an insert
@@ -400,9 +406,17 @@ class BucketTable:
             for group in range(groups):
                 value, child_state = scheme.child(state, group)
                 child_key = leaf.key + CHILD_TAG + bytes([group]) + value
-                if child_key not in children:
-                    children[child_key] = (Leaf(child_key, Bucket(), (*leaf.path, group), child_state), [])
-                children[child_key][1].append((handle, payload, fingerprint))
+                child = children.get(child_key)
+                if child is None:
+                    child = children[child_key] = (Leaf(child_key, Bucket(), (*leaf.path, group), child_state), [])
+                if exact:
+                    child[1].append((handle, payload, fingerprint))
+                else:
+                    path = child[0].path
+                    whole = source[0]
+                    child[1].append(
+                        (handle, scheme.entry_payload(whole, source, child_state, path), whole & scheme.leaf_mask(path))
+                    )
         return [entry_key for entry_key, _ in entries], children
 
     def _write_split(self, leaf: Leaf, deletes: list[bytes], children: Children) -> None:
