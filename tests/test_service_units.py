@@ -25,6 +25,11 @@ def test_settings_precedence_file_env_overrides(tmp_path: Path) -> None:
     assert s.security.confluent() == {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": "p"}
     assert s.bootstrap == "file:1"
     assert load_settings(env={"DEDUP_BROKER": "kafka://a:1;kafka://b:2"}).bootstrap == "a:1,b:2"
+    assert load_settings(env={}).local_hops is True
+    assert load_settings(env={"DEDUP_LOCAL_HOPS": "false"}).local_hops is False
+    flag = tmp_path / "hops.yaml"
+    flag.write_text("local_hops: no\n")  # YAML's own boolean
+    assert load_settings(flag, env={}).local_hops is False
 
 
 def test_settings_errors_name_the_problem(tmp_path: Path) -> None:
@@ -34,6 +39,8 @@ def test_settings_errors_name_the_problem(tmp_path: Path) -> None:
         load_settings(bad, env={})
     with pytest.raises(ConfigError, match="integer"):
         load_settings(env={"DEDUP_PARTITIONS": "many"})
+    with pytest.raises(ConfigError, match="local_hops must be true or false"):
+        load_settings(env={"DEDUP_LOCAL_HOPS": "sometimes"})
 
 
 def test_routing_is_stable_and_groups_tables() -> None:
