@@ -52,7 +52,19 @@ faust.Worker(app, loglevel="error", quiet=True).execute_from_commandline()
 '''
 
 
-def _docs(n: int) -> list[bytes]:
+def _docs(n: int, corpus: Path | None = None) -> list[bytes]:
+    """``n`` input documents. Without ``corpus``: copies of the bundled 400-poem sample, so beyond 400
+    every document is an exact duplicate of all its earlier copies (at n = 4000 each has 9: the
+    per-document work grows with n). With ``corpus`` (JSONL, e.g. ../shared/corpora's 20k Tang
+    poems, ~3% in near-duplicate pairs): its first n documents, as they are."""
+    if corpus is not None:
+        lines = [line for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()][:n]
+        if len(lines) < n:
+            raise click.BadParameter(f"{corpus} has {len(lines)} documents, fewer than -n {n}")
+        docs = [json.loads(line) for line in lines]
+        for i, d in enumerate(docs):
+            d["ts"] = float(i)
+        return [json.dumps(d, ensure_ascii=False).encode() for d in docs]
     from importlib import resources
 
     base = [json.loads(line) for line in resources.files("stream").joinpath("data/demo/tang_demo.jsonl")
@@ -222,11 +234,14 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
               help="Offered rates for the latency runs, as fractions of the 1-worker peak (e.g. 0.25,0.5,0.75).")
 @click.option("--seconds", type=float, default=20.0, show_default=True, help="Length of each latency run.")
 @click.option("--out", type=click.Path(file_okay=False), default="bench-results", show_default=True)
-def command(documents: int, partitions: int, rates: str, seconds: float, out: str) -> None:
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="JSONL documents to publish (the first -n); default: copies of the bundled sample.")
+def command(documents: int, partitions: int, rates: str, seconds: float, out: str, corpus: Path | None) -> None:
     """End-to-end throughput and latency vs a pass-through agent (embedded broker)."""
-    values = _docs(documents)
+    values = _docs(documents, corpus)
     tmp = Path(tempfile.mkdtemp(prefix="dedup-bench-"))
-    results: dict[str, Any] = {"documents": documents, "partitions": partitions, "cpus": os.cpu_count()}
+    results: dict[str, Any] = {"documents": documents, "partitions": partitions, "cpus": os.cpu_count(),
+                               "corpus": str(corpus) if corpus else "bundled sample, copies"}
     with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
         results["pass_through_default"] = round(run_pass_through(broker, tmp, values, tuned=False), 1)
         click.echo(f"pass-through agent (Faust defaults): {results['pass_through_default']} msgs/s")
