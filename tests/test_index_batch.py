@@ -186,6 +186,35 @@ def test_an_index_on_a_callers_store_reads_what_others_wrote() -> None:
         assert {h.doc_id for h in reader.query_many([query])[0]} == set(brute_force(docs, query, 3))
 
 
+def test_a_sole_writer_on_an_empty_callers_store_skips_scans_but_not_on_a_filled_one() -> None:
+    """``sole_writer``: the caller vouches that only this index writes its store (the service's probe
+    stage for a partition it owns). Empty: misses skip their scan, answers stay exact; not empty: the
+    index reads what is there."""
+    docs = make_set(7, 3, 200, "uniform")
+    ids = list(docs)
+    empty = MemoryStore()
+    scans: list[bytes] = []
+    scan = empty.scan_prefix
+
+    def counted(prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        scans.append(prefix)
+        return scan(prefix)
+
+    empty.scan_prefix = counted  # type: ignore[method-assign]
+    index = BlockIndex(k=3, store=empty, sole_writer=True)
+    scans.clear()  # the emptiness check itself
+    for fp, doc_id in zip([docs[d] for d in ids], ids, strict=True):
+        index.query(fp)
+        index.insert(fp, doc_id)
+    assert index.cache.complete and scans == []
+    for query in list(docs.values())[:40]:
+        assert {h.doc_id: h.distance for h in index.query(query)} == brute_force(docs, query, 3)
+    filled = BlockIndex(k=3, store=empty, sole_writer=True)  # the same store, now holding the documents
+    assert not filled.cache.complete
+    for query in list(docs.values())[:40]:
+        assert {h.doc_id: h.distance for h in filled.query(query)} == brute_force(docs, query, 3)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 300)), min_size=1, max_size=60))
 def test_regrow_is_resize_for_a_whole_batch(steps: list[tuple[int, int]]) -> None:

@@ -68,6 +68,8 @@ class BlockIndex(BatchCalls):
     that opens its own RocksDB, else 0) collects writes in memory and writes them in one batch
     (``BufferedStore``); queries see them at once, ``flush``/``close`` write them, and a crash loses
     the pending ones (the last few hundred documents; the store keeps a prefix of the commit order).
+    ``sole_writer``: the caller's ``store`` is written by nothing but this index while it lives, so an
+    empty one counts as fresh, as a store the index opened itself does (cache misses skip their scan).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class BlockIndex(BatchCalls):
         cache_bytes: int = 256 << 20,
         wal: bool = True,
         write_buffer: int | None = None,
+        sole_writer: bool = False,
     ) -> None:
         if k + 1 + bands > MAX_TABLES:
             raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
@@ -109,8 +112,9 @@ class BlockIndex(BatchCalls):
         self.cache = BucketCache(cache_bytes)
         # An empty store of our own: until the cache evicts, every bucket is in it (cache misses on new
         # blocks skip a scan of ~20 us; a 1M build meets 262k new root buckets). Not for a caller's
-        # store, which may be filled behind the index (the service restores changelogs into it).
-        self.cache.complete = fresh and self._owns_store
+        # store, which may be filled behind the index, unless the caller says nothing else writes it
+        # (the service's probe stage, for a partition that was empty when it opened it).
+        self.cache.complete = fresh and (self._owns_store or sole_writer)
         schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
         schemes += [LshBand() for _ in range(bands)]
         self.tables: list[BucketTable] = [
