@@ -127,3 +127,33 @@ def test_a_buffer_drained_per_batch_logs_the_same_records_in_the_same_order(tmp_
         dbs.append(items(store.db))
     assert index.stats().splits > 0
     assert logs[0] == logs[1] and dbs[0] == dbs[1]
+
+
+def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_recovered_one(
+        tmp_path: Path) -> None:
+    """The probe stage's index takes a cache miss for an empty bucket only if the partition was empty
+    when it opened it; a recovered partition gets its doc-id keys rebuilt and is read as it is."""
+    from stream.fingerprint import FingerprintConfig
+    from stream.service.pipeline import ProbeStage, Topics
+
+    def stage(store: FaustTableStore) -> ProbeStage:
+        return ProbeStage(FingerprintConfig(segmenter="auto"), K, Topics("p", "g", "v", "d", 1), lambda _p: store)
+
+    empty = stage(open_store(tmp_path / "empty", LogOutput()))
+    assert empty.detector(0).index.cache.complete
+    out = LogOutput()
+    index = BlockIndex(None, k=K, bands=FingerprintConfig().bands, store=open_store(tmp_path / "live", out))  # type: ignore[arg-type]
+    docs = make_set(4, K, 30, "uniform")
+    for doc_id, fp in docs.items():
+        index.insert(fp, doc_id)
+    replayed = open_store(tmp_path / "taken-over", LogOutput())
+    for key, value in out.log:
+        if value is None:
+            replayed.db.delete(key)
+        else:
+            replayed.db.put(key, value)
+    recovered = stage(replayed).detector(0).index
+    assert not recovered.cache.complete
+    assert all(replayed.get(DOC_NS + doc_id.encode()) is not None for doc_id in docs)
+    for doc_id, fp in docs.items():
+        assert doc_id in {hit.doc_id for hit in recovered.query(fp)}
