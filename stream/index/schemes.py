@@ -143,7 +143,7 @@ class SimhashBlocks:
         self.block_mask = (1 << self.width) - 1
         self.filter_mask = self._restore(self.kept_mask, self.block_mask)
         self._leaf_masks: dict[tuple[int, ...], int] = {(): self.filter_mask}
-        self._kept: dict[tuple[int, ...], tuple[int, ...]] = {}  # leaf path -> _remaining(path)[:FILTER_BITS]
+        self._kept: dict[tuple[int, ...], tuple[int, ...]] = {}  # leaf path -> _kept_bits(path)
 
     def _restore(self, rest: int, block: int) -> int:
         """The fingerprint whose block is ``block`` and whose bits outside it are ``rest``."""
@@ -202,6 +202,13 @@ class SimhashBlocks:
             nbits -= width
         return tuple(positions)
 
+    def _kept_bits(self, path: tuple[int, ...]) -> tuple[int, ...]:
+        """The fingerprint bits a leaf at ``path`` keeps: the low FILTER_BITS of ``_remaining``."""
+        kept = self._kept.get(path)
+        if kept is None:
+            kept = self._kept[path] = self._remaining(path)[: self.FILTER_BITS]
+        return kept
+
     def path_of(self, tail: bytes) -> tuple[int, ...]:
         path: list[int] = []
         nbits, at = self.rest_bits, 0
@@ -219,8 +226,7 @@ class SimhashBlocks:
             if self.exact:
                 mask = self.filter_mask
             else:
-                kept = self._remaining(path)[: self.FILTER_BITS]
-                mask = (self.block_mask << self.low) | sum(1 << bit for bit in kept)
+                mask = (self.block_mask << self.low) | sum(1 << bit for bit in self._kept_bits(path))
             self._leaf_masks[path] = mask
         return mask
 
@@ -239,9 +245,7 @@ class SimhashBlocks:
             return self.decode(top, payloads)
         if not payloads:
             return np.zeros(0, dtype=U64)
-        kept = self._kept.get(path)
-        if kept is None:
-            kept = self._kept[path] = self._remaining(path)[: self.FILTER_BITS]
+        kept = self._kept_bits(path)
         pad = b"\x00" * (8 - (len(kept) + 7) // 8)
         stored = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
         out = np.full(len(payloads), int.from_bytes(top, "big") << self.low, dtype=U64)
