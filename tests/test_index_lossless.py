@@ -95,6 +95,28 @@ def test_query_equals_brute_force_with_splits(seed: int, k: int, skew: str) -> N
 
 
 @settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS, groups=st.integers(2, 4))
+def test_once_reports_each_neighbour_from_exactly_one_group_of_tables(seed: int, k: int, skew: str,
+                                                                       groups: int) -> None:
+    """query(once=True) over disjoint groups of tables (the service's partitions): together they give
+    the brute-force set, each neighbour from one group only, also after splits."""
+    docs = make_set(seed, k, 400, skew)
+    rng = random.Random(seed + 2)
+    index = BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
+    for doc, fp in docs.items():
+        index.insert(fp, doc)
+    tables = list(range(k + 1))
+    rng.shuffle(tables)
+    parts = [set(tables[g::groups]) for g in range(groups)]
+    for query in rng.sample(list(docs.values()), 40) + [flip(v, k, rng) for v in rng.sample(list(docs.values()), 10)]:
+        seen = [hit.doc_id for part in parts if part for hit in index.query(query, tables=part, once=True)]
+        assert len(seen) == len(set(seen)), "a neighbour came from two groups"
+        assert set(seen) == set(brute_force(docs, query, k))
+        everywhere = [hit.doc_id for part in parts if part for hit in index.query(query, tables=part)]
+        assert len(everywhere) >= len(seen)  # without once, shared neighbours come from several groups
+
+
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS)
 def test_deletes_expiry_and_replacement_stay_exact(seed: int, k: int, skew: str) -> None:
     rng = random.Random(seed)

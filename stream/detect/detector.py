@@ -30,10 +30,14 @@ class Detector:
     be the fingerprint's doc id.
     """
 
-    def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9) -> None:
+    def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False) -> None:
         self.index = index
         self.threshold = threshold
         self.mu = mu
+        # once: the caller probes a document's tables in disjoint groups (the service's partitions);
+        # a candidate within distance k is verified and reported by one group only (BlockIndex.query).
+        # Near-duplicate clusters collide in every table, and were verified in every partition.
+        self.once = once
         self.candidates = 0  # running totals, for statistics
         self.verified = 0
 
@@ -47,7 +51,7 @@ class Detector:
         bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
         matches = []
         seen = 0
-        for hit in self.index.query(fp.simhash, bands, tables=tables):
+        for hit in self.index.query(fp.simhash, bands, tables=tables, once=self.once):
             if hit.doc_id == fp.doc_id or not hit.payload:  # itself (a redelivery); not the detector's
                 continue
             seen += 1

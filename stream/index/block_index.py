@@ -219,16 +219,23 @@ class BlockIndex(BatchCalls):
         fingerprint: int,
         bands: Sequence[tuple[int, int]] = (),
         tables: Collection[int] | None = None,
+        once: bool = False,
     ) -> list[IndexHit]:
         """Every indexed document within distance k (SimHash tables), plus band-bucket mates.
 
         Sorted by (distance, doc_id); one hit per document, ``via="simhash"`` when both kinds found it.
+        ``once``: the caller queries a document's tables in disjoint groups (the service's partitions)
+        and wants each hit within distance k from one group only: the one holding ``first_shared``
+        of the pair, the lowest SimHash table where the two share a block. That group always finds it
+        (pigeonhole, and splits are lossless within distance k), so the others drop it; hits beyond
+        k (band mates) come from every group that finds them.
         """
         if not 0 <= fingerprint < self._limit:
             self._check_fingerprint(fingerprint)
         if bands or tables is not None:
             band_pairs = self._band_pairs(bands) if bands else ()
-            probe = self._probe(fingerprint, band_pairs, self._tables_for(tables, band_pairs))
+            used = self._tables_for(tables, band_pairs)
+            probe = self._probe(fingerprint, band_pairs, used)
         else:
             found = self._roots(fingerprint)
             if found is not None:  # the common query: one compiled call filters the k + 1 roots
@@ -268,7 +275,15 @@ class BlockIndex(BatchCalls):
         candidates["simhash"].add(simhash_total)
         if not near and not band:
             return []
-        return self._hits(fingerprint, near, band)
+        return self._hits(fingerprint, near, band, used if once and tables is not None else None)
+
+    def first_shared(self, a: int, b: int) -> int | None:
+        """The lowest SimHash table whose block ``a`` and ``b`` share (None if none: distance > k)."""
+        differ = a ^ b
+        for t, (_, low, block_mask, _) in enumerate(self._root_spec):
+            if not (differ >> low) & block_mask:
+                return t
+        return None
 
     def _filter_roots(self, fingerprint: int, found: list[Bucket]) -> list[IndexHit]:
         """Hits among the k + 1 cached, unsplit root buckets of ``fingerprint``: one compiled call."""
@@ -291,8 +306,10 @@ class BlockIndex(BatchCalls):
             self._positions = np.empty(2 * count, dtype=np.int64)
         return self._positions
 
-    def _hits(self, fingerprint: int, near: set[int], band: set[int]) -> list[IndexHit]:
-        """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket."""
+    def _hits(self, fingerprint: int, near: set[int], band: set[int],
+              once_in: frozenset[int] | None = None) -> list[IndexHit]:
+        """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket;
+        ``once_in``: the query's tables, for ``query(once=True)``."""
         k = self.k
         head = RECORD_HEAD.size + self._mask_len
         unpack = RECORD_HEAD.unpack_from
@@ -309,6 +326,8 @@ class BlockIndex(BatchCalls):
             elif handle in band:
                 via = "band"
             else:  # passed the filter only on the bits the entries keep
+                continue
+            if once_in is not None and distance <= k and self.first_shared(stored, fingerprint) not in once_in:
                 continue
             payload, pos = record_tail(value, head, n)
             hits.append(IndexHit(value[pos:].decode("utf-8", "surrogatepass"), distance, ts, stored, via, payload))

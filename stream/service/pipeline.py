@@ -193,7 +193,7 @@ class ProbeStage:
             # The index's doc-id and expiry keys are not in the changelog (they follow from its
             # records): derive them from what recovery restored, before the first probe reads them.
             rebuild(HANDLE_NS, index.lookup_keys)
-        opened = self._detectors[partition] = (store, Detector(index, threshold=self.threshold), buffered)
+        opened = self._detectors[partition] = (store, Detector(index, threshold=self.threshold, once=True), buffered)
         return opened
 
     def forget(self, partitions: set[int]) -> None:
