@@ -223,3 +223,85 @@ def test_regrow_is_resize_for_a_whole_batch(steps: list[tuple[int, int]]) -> Non
         one_by_one.resize(old, old + grown)
     batch.regrow(np.array([o for o, _ in steps]), np.array([o + g for o, g in steps]))
     assert batch == one_by_one
+
+
+def test_a_root_filter_skips_scans_for_absent_roots_and_changes_no_answer() -> None:
+    """``root_filter``: an index reopened on a filled store learns its top-level buckets from the
+    records (SimHash and band tables), skips the scan for any other, and answers as an index that
+    scans, also after splits, new documents and evictions from a tiny cache."""
+    rng = random.Random(11)
+    n_bands = 4
+    docs = make_set(11, 3, 300, "one_block")
+    bands = {d: tuple((rng.randrange(60), rng.getrandbits(64)) for _ in range(n_bands)) for d in docs}
+    filled = MemoryStore()
+    with BlockIndex(k=3, bands=n_bands, store=filled, sole_writer=True, **FORCED) as writer:  # type: ignore[arg-type]
+        for doc, fp in docs.items():
+            writer.insert(fp, doc, bands=bands[doc])
+    copy = MemoryStore()
+    copy.write_batch(list(filled.scan_prefix(b"")))
+    scans: dict[str, int] = {"plain": 0, "filtered": 0}
+
+    def counting(store: MemoryStore, name: str) -> None:
+        scan = store.scan_prefix
+
+        def counted(prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+            scans[name] += 1
+            return scan(prefix)
+
+        store.scan_prefix = counted  # type: ignore[method-assign]
+
+    counting(filled, "plain")
+    counting(copy, "filtered")
+    plain = BlockIndex(k=3, bands=n_bands, store=filled, sole_writer=True, cache_bytes=20_000,
+                       **FORCED)  # type: ignore[arg-type]
+    filtered = BlockIndex(k=3, bands=n_bands, store=copy, sole_writer=True, root_filter=True, cache_bytes=20_000,
+                          **FORCED)  # type: ignore[arg-type]
+    assert filtered.cache.root_filter is not None and plain.cache.root_filter is None
+
+    def answers(index: BlockIndex, fp: int, doc_bands: tuple[tuple[int, int], ...]) -> list[tuple[str, int, str]]:
+        return [(h.doc_id, h.distance, h.via) for h in index.query(fp, doc_bands)]
+
+    new = {f"new{i}": (rng.getrandbits(64),
+                       tuple((1000 + rng.randrange(60), rng.getrandbits(64)) for _ in range(n_bands)))
+           for i in range(60)}
+    before = dict(scans)
+    fresh_fp, fresh_bands = new["new0"]
+    assert answers(plain, fresh_fp, fresh_bands) == answers(filtered, fresh_fp, fresh_bands) == []
+    assert scans["plain"] - before["plain"] >= 4 + n_bands and scans["filtered"] == before["filtered"]
+    for doc, (fp, doc_bands) in new.items():
+        for index in (plain, filtered):
+            index.insert(fp, doc, bands=doc_bands)
+    queries = [(fp, bands[doc]) for doc, fp in list(docs.items())[:80]] + list(new.values())
+    queries += [(flip(fp, 2, rng), doc_bands) for fp, doc_bands in queries[:40]]
+    found = 0
+    for fp, doc_bands in queries:
+        expected = answers(plain, fp, doc_bands)
+        assert answers(filtered, fp, doc_bands) == expected
+        found += len(expected)
+    assert found > len(queries)  # the queries meet SimHash neighbours and band mates
+    assert filtered.cache.misses > 0 and filtered.stats().splits > 0
+    assert scans["filtered"] < scans["plain"]  # the same cache size: only the absent roots differ
+
+
+def test_a_root_filter_keeps_the_fresh_store_shortcut_after_evictions() -> None:
+    docs = make_set(5, 3, 300, "uniform")
+    store = MemoryStore()
+    scans: list[bytes] = []
+    scan = store.scan_prefix
+
+    def counted(prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        scans.append(prefix)
+        return scan(prefix)
+
+    store.scan_prefix = counted  # type: ignore[method-assign]
+    index = BlockIndex(k=3, store=store, sole_writer=True, root_filter=True, cache_bytes=20_000)
+    for doc, fp in docs.items():
+        index.insert(fp, doc)
+    assert not index.cache.complete  # the tiny cache evicted
+    for query in list(docs.values())[:60]:
+        assert {h.doc_id: h.distance for h in index.query(query)} == brute_force(docs, query, 3)
+    scans.clear()
+    rng = random.Random(9)
+    stranger = next(fp for fp in (rng.getrandbits(64) for _ in range(1000))
+                    if not any((fp ^ other) >> (16 * t) & 0xFFFF == 0 for other in docs.values() for t in range(4)))
+    assert index.query(stranger) == [] and scans == []  # its 4 roots are absent: no scan

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
@@ -44,6 +45,7 @@ from stream.index.table import (
     BucketCache,
     BucketTable,
     Leaf,
+    RootFilter,
     SplitPolicy,
     handle_bytes,
 )
@@ -70,6 +72,10 @@ class BlockIndex(BatchCalls):
     the pending ones (the last few hundred documents; the store keeps a prefix of the commit order).
     ``sole_writer``: the caller's ``store`` is written by nothing but this index while it lives, so an
     empty one counts as fresh, as a store the index opened itself does (cache misses skip their scan).
+    ``root_filter`` (with a store of its own or ``sole_writer``): keep a filter of the top-level
+    buckets that exist (``RootFilter``; on a store that is not empty, read from its records once on
+    open); a cache miss on any other skips its scan, also after the cache evicts. For a store
+    restored from a changelog, where new documents mostly meet band buckets that do not exist yet.
     """
 
     def __init__(
@@ -88,6 +94,7 @@ class BlockIndex(BatchCalls):
         wal: bool = True,
         write_buffer: int | None = None,
         sole_writer: bool = False,
+        root_filter: bool = False,
     ) -> None:
         if k + 1 + bands > MAX_TABLES:
             raise ValueError(f"at most {MAX_TABLES} tables (k + 1 + bands)")
@@ -115,6 +122,8 @@ class BlockIndex(BatchCalls):
         # store, which may be filled behind the index, unless the caller says nothing else writes it
         # (the service's probe stage, for a partition that was empty when it opened it).
         self.cache.complete = fresh and (self._owns_store or sole_writer)
+        if root_filter and not (self._owns_store or sole_writer):
+            raise ValueError("root_filter needs a store nothing else writes (sole_writer=True)")
         schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
         schemes += [LshBand() for _ in range(bands)]
         self.tables: list[BucketTable] = [
@@ -166,6 +175,7 @@ class BlockIndex(BatchCalls):
         self._simhash_order = tuple(range(k + 1))
         self._mask_len = (len(self.tables) + 7) // 8
         self._masks: dict[frozenset[int], bytes] = {}
+        self._tables_of_mask: dict[int, frozenset[int]] = {}  # _decode_record's inverse of _masks
         raw_handle = self._kv.get(META_NS + b"handle")
         self._next_handle = int.from_bytes(raw_handle, "big") if raw_handle else 0
         self._reserved = self._next_handle
@@ -174,6 +184,8 @@ class BlockIndex(BatchCalls):
         self._memo: tuple[int, object, list[tuple[BucketTable, list[Leaf], Source]]] | None = None
         # the last bands tuple and its int pairs (_band_pairs)
         self._bands_memo: tuple[object, tuple[tuple[int, int], ...]] | None = None
+        if root_filter:  # empty for a fresh store: then it keeps the shortcut once the cache evicts
+            self.cache.root_filter = RootFilter() if self.cache.complete else self._existing_roots()
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -431,6 +443,30 @@ class BlockIndex(BatchCalls):
         used = self._tables_for(None, band_pairs)
         return [(t, self.tables[t].routing_key(self._source(t, fingerprint, band_pairs))) for t in sorted(used)]
 
+    def _existing_roots(self) -> RootFilter:
+        """The top-level buckets of every stored record: one scan of the records, then numpy per
+        table over their fingerprints, masks and band values (the record layout, _encode_record)."""
+        fps, masks, band_rows = [], [], []
+        head, mask_end, width = RECORD_HEAD.size, RECORD_HEAD.size + self._mask_len, 16 * self.bands
+        empty = bytes(width)
+        for _, value in self._kv.scan_prefix(HANDLE_NS):
+            fingerprint, _, n = RECORD_HEAD.unpack_from(value)
+            fps.append(fingerprint)
+            masks.append(int.from_bytes(value[head:mask_end], "little"))
+            band_rows.append(value[mask_end : mask_end + width] if n & ~PAYLOAD_FLAG else empty)
+        roots = RootFilter()
+        fp_array, mask_array = np.array(fps, dtype=np.uint64), np.array(masks, dtype=np.uint64)
+        pairs = np.frombuffer(b"".join(band_rows), dtype=">u8").astype(np.uint64).reshape(len(fps), 2 * self.bands)
+        for t, table in enumerate(self.tables):
+            has = ((mask_array >> np.uint64(t)) & np.uint64(1)).astype(bool)
+            if t <= self.k:
+                _, low, block_mask, _ = self._root_spec[t]
+                tops = (fp_array[has] >> np.uint64(low)) & np.uint64(block_mask)
+            else:  # a band table's top is its band value (LshBand.top)
+                tops = pairs[has, 2 * (t - self.k - 1)]
+            roots.add_tops(t, table.scheme.top_len, tops)
+        return roots
+
     def lookup_keys(self, handle_key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
         """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
         scan of HANDLE_NS returns it). They are a function of the records, so a changelog-backed
@@ -659,11 +695,11 @@ class BlockIndex(BatchCalls):
         pos = RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self._mask_len], "little")
         pos += self._mask_len
-        bands = tuple(
-            (int.from_bytes(value[p : p + 8], "big"), int.from_bytes(value[p + 8 : p + 16], "big"))
-            for p in range(pos, pos + 16 * nbands, 16)
-        )
-        tables = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
+        flat = struct.unpack_from(f">{2 * nbands}Q", value, pos)  # pack_bands; one call (a restore decodes all)
+        bands = tuple(zip(flat[::2], flat[1::2], strict=True))
+        tables = self._tables_of_mask.get(mask)
+        if tables is None:
+            tables = self._tables_of_mask[mask] = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
         payload, pos = record_tail(value, pos, n)  # from the end of the mask, past the bands
         return Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
 

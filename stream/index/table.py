@@ -73,6 +73,44 @@ class Bucket:
         return True
 
 
+class RootFilter:
+    """Which top-level buckets may exist in the store beyond the cache: one bit per table and block
+    value, blocks wider than ``BITS`` hashed onto their low bits (a band value is a hash already).
+    A clear bit is certain (no scan), a set one may be a false positive (a scan that finds nothing,
+    as without the filter). Built from an existing store's records on open (``BlockIndex``), then
+    every top-level bucket the cache loads sets its bit, so one evicted later is still found."""
+
+    BITS = 20  # 128 KiB per band table (2^16 bits for a 16-bit SimHash block)
+
+    def __init__(self) -> None:
+        self._maps: dict[int, tuple[np.ndarray, int]] = {}  # table id -> (bitmap, block mask)
+
+    def _map(self, table_id: int, top_len: int) -> tuple[np.ndarray, int]:
+        found = self._maps.get(table_id)
+        if found is None:
+            bits = min(8 * top_len, self.BITS)
+            found = self._maps[table_id] = (np.zeros(max(1, (1 << bits) // 8), dtype=np.uint8), (1 << bits) - 1)
+        return found
+
+    def _slot(self, key: bytes) -> tuple[np.ndarray, int]:
+        bitmap, mask = self._map(key[0], len(key) - 1)
+        return bitmap, int.from_bytes(key[1:], "big") & mask
+
+    def add(self, key: bytes) -> None:
+        bitmap, i = self._slot(key)
+        bitmap[i >> 3] |= 1 << (i & 7)
+
+    def add_tops(self, table_id: int, top_len: int, tops: np.ndarray) -> None:
+        """``add`` of the keys ``table_id + top`` for top-level block values ``tops`` (uint64) at once."""
+        bitmap, mask = self._map(table_id, top_len)
+        i = tops & np.uint64(mask)
+        np.bitwise_or.at(bitmap, i >> np.uint64(3), np.left_shift(1, i & np.uint64(7)).astype(np.uint8))
+
+    def may_exist(self, key: bytes) -> bool:
+        bitmap, i = self._slot(key)
+        return bool(bitmap[i >> 3] >> (i & 7) & 1)
+
+
 class BucketCache:
     """Cache of ``Bucket`` by node key, bounded by an estimate of its memory in bytes; evicts the
     least recently used buckets first.
@@ -109,6 +147,8 @@ class BucketCache:
         # True while the cache holds every bucket there is (set by an index that opened an empty store
         # of its own; false from the first eviction): a miss is then an empty bucket, no scan needed
         self.complete = False
+        # Top-level buckets known to be absent beyond the cache (None: unknown); outlives complete
+        self.root_filter: RootFilter | None = None
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -274,6 +314,7 @@ class BucketTable:
         self.resolve = resolve
         self.filter_mask = scheme.filter_mask
         self._prefix = bytes([table_id])
+        self._root_len = 1 + scheme.top_len
 
     def routing_key(self, source: Source) -> bytes:
         return self._prefix + self.scheme.top(source)
@@ -290,6 +331,12 @@ class BucketTable:
         return bucket
 
     def _load(self, key: bytes) -> Bucket:
+        roots = self.cache.root_filter
+        if roots is not None and len(key) == self._root_len:
+            absent = not roots.may_exist(key)
+            roots.add(key)  # it enters the cache now and may gain entries there
+            if absent:
+                return Bucket()
         if self.cache.complete:  # nothing was ever evicted from an index that began empty
             return Bucket()
         # One seek: under the node, entries (tag e) sort before the split marker (s) and children (x),

@@ -186,8 +186,11 @@ class ProbeStage:
         # before the partition is opened here; a reopened partition is a new store object, and a
         # revoked one is forgotten): an empty partition needs no scan for a bucket the cache lacks.
         # Measured at 250 docs/s on the Tang corpus: those scans were 18% of a documents batch.
-        # The index is made before anything writes the partition, so that it sees an empty one.
-        index = BlockIndex(None, k=self.k, bands=self.config.bands, store=buffered, sole_writer=True)
+        # The index is made before anything writes the partition, so that it sees an empty one. A
+        # restored partition gets the same shortcut for the top-level buckets its records do not
+        # reach (root_filter: one scan of its records on open; docs/service.md, "Restored partitions").
+        index = BlockIndex(None, k=self.k, bands=self.config.bands, store=buffered, sole_writer=True,
+                           root_filter=True)
         rebuild = getattr(store, "rebuild_unlogged", None)
         if rebuild is not None:
             # The index's doc-id and expiry keys are not in the changelog (they follow from its
