@@ -77,22 +77,23 @@ class RootFilter:
     """Which top-level buckets may exist in the store beyond the cache: one bit per table and block
     value, blocks wider than ``BITS`` hashed onto their low bits (a band value is a hash already).
     A clear bit is certain (no scan), a set one may be a false positive (a scan that finds nothing,
-    as without the filter). Built from an existing store's records on open (``BlockIndex``), then
-    every top-level bucket the cache loads sets its bit, so one evicted later is still found."""
+    as without the filter). Built from an existing store's records on open (``BlockIndex``), or from
+    the cache when a complete one first evicts; then every top-level bucket the cache loads sets its
+    bit, so one evicted later is still found."""
 
     BITS = 20  # 128 KiB per band table (2^16 bits for a 16-bit SimHash block)
 
     def __init__(self) -> None:
-        self._maps: dict[int, tuple[np.ndarray, int]] = {}  # table id -> (bitmap, block mask)
+        self._maps: dict[int, tuple[bytearray, int]] = {}  # table id -> (bitmap, block mask)
 
-    def _map(self, table_id: int, top_len: int) -> tuple[np.ndarray, int]:
+    def _map(self, table_id: int, top_len: int) -> tuple[bytearray, int]:
         found = self._maps.get(table_id)
         if found is None:
             bits = min(8 * top_len, self.BITS)
-            found = self._maps[table_id] = (np.zeros(max(1, (1 << bits) // 8), dtype=np.uint8), (1 << bits) - 1)
+            found = self._maps[table_id] = (bytearray(max(1, (1 << bits) // 8)), (1 << bits) - 1)
         return found
 
-    def _slot(self, key: bytes) -> tuple[np.ndarray, int]:
+    def _slot(self, key: bytes) -> tuple[bytearray, int]:
         bitmap, mask = self._map(key[0], len(key) - 1)
         return bitmap, int.from_bytes(key[1:], "big") & mask
 
@@ -104,7 +105,8 @@ class RootFilter:
         """``add`` of the keys ``table_id + top`` for top-level block values ``tops`` (uint64) at once."""
         bitmap, mask = self._map(table_id, top_len)
         i = tops & np.uint64(mask)
-        np.bitwise_or.at(bitmap, i >> np.uint64(3), np.left_shift(1, i & np.uint64(7)).astype(np.uint8))
+        bits = np.frombuffer(bitmap, dtype=np.uint8)  # a view: writes land in the bytearray
+        np.bitwise_or.at(bits, i >> np.uint64(3), np.left_shift(1, i & np.uint64(7)).astype(np.uint8))
 
     def may_exist(self, key: bytes) -> bool:
         bitmap, i = self._slot(key)
@@ -149,6 +151,7 @@ class BucketCache:
         self.complete = False
         # Top-level buckets known to be absent beyond the cache (None: unknown); outlives complete
         self.root_filter: RootFilter | None = None
+        self.top_lens: dict[int, int] = {}  # table id -> length of its top-level keys (BucketTable)
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -237,6 +240,11 @@ class BucketCache:
         for key, bucket in sorted(self.buckets.items(), key=lambda item: item[1].used):
             if self.size_bytes <= target or len(self.buckets) <= 1:
                 break
+            if self.complete and self.root_filter is not None:
+                # while complete, misses skipped the filter: it learns every cached root now, once
+                for cached in self.buckets:
+                    if self.top_lens.get(cached[0]) == len(cached):
+                        self.root_filter.add(cached)
             del self.buckets[key]
             self.complete = False
             self._entries -= len(bucket)
@@ -314,7 +322,7 @@ class BucketTable:
         self.resolve = resolve
         self.filter_mask = scheme.filter_mask
         self._prefix = bytes([table_id])
-        self._root_len = 1 + scheme.top_len
+        self._root_len = cache.top_lens[table_id] = 1 + scheme.top_len
 
     def routing_key(self, source: Source) -> bytes:
         return self._prefix + self.scheme.top(source)
@@ -331,14 +339,14 @@ class BucketTable:
         return bucket
 
     def _load(self, key: bytes) -> Bucket:
+        if self.cache.complete:  # nothing was ever evicted from an index that began empty
+            return Bucket()
         roots = self.cache.root_filter
         if roots is not None and len(key) == self._root_len:
             absent = not roots.may_exist(key)
             roots.add(key)  # it enters the cache now and may gain entries there
             if absent:
                 return Bucket()
-        if self.cache.complete:  # nothing was ever evicted from an index that began empty
-            return Bucket()
         # One seek: under the node, entries (tag e) sort before the split marker (s) and children (x),
         # and a split node has no entries, so the first non-entry key tells whether it is split.
         bucket = Bucket()
