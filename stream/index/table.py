@@ -144,14 +144,13 @@ class BucketCache:
         # one's state (ROOT_ABSENT / ROOT_LEAF / ROOT_SPLIT): the batch calls test a batch at once
         self.roots: list[list[Bucket | None] | None] = []
         self.root_states: list[np.ndarray | None] = []
-        self._root_len: dict[int, int] = {}  # table id -> length of a top-level key
         self.clock = 0  # public for BlockIndex's hot path, which stamps its k + 1 roots inline
         # True while the cache holds every bucket there is (set by an index that opened an empty store
         # of its own; false from the first eviction): a miss is then an empty bucket, no scan needed
         self.complete = False
         # Top-level buckets known to be absent beyond the cache (None: unknown); outlives complete
         self.root_filter: RootFilter | None = None
-        self.top_lens: dict[int, int] = {}  # table id -> length of its top-level keys (BucketTable)
+        self.top_lens: dict[int, int] = {}  # table id -> length of its top-level keys (BucketTable, slots)
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -173,7 +172,7 @@ class BucketCache:
         slots: list[Bucket | None] = [None] * (1 << (8 * top_len))
         self.roots[table_id] = slots
         self.root_states[table_id] = np.full(len(slots), ROOT_ABSENT, dtype=np.int8)
-        self._root_len[table_id] = 1 + top_len
+        self.top_lens[table_id] = 1 + top_len
         for key, bucket in self.buckets.items():
             self._file(key, bucket)
         return slots
@@ -228,9 +227,10 @@ class BucketCache:
 
     def _file(self, key: bytes, bucket: Bucket | None) -> None:
         """Keep the slot of a top-level key in step with the cache (None: evicted)."""
-        if key and self._root_len.get(key[0]) == len(key):
+        if key and self.top_lens.get(key[0]) == len(key) and key[0] < len(self.roots):
             slots, states = self.roots[key[0]], self.root_states[key[0]]
-            assert slots is not None and states is not None
+            if slots is None or states is None:  # a table without slots
+                return
             value = int.from_bytes(key[1:], "big")
             slots[value] = bucket
             states[value] = ROOT_ABSENT if bucket is None else ROOT_SPLIT if bucket.split else ROOT_LEAF
