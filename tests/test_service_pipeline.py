@@ -44,20 +44,21 @@ class Out:
         return [(p, v) for p, v in mine if p is not None]
 
 
-def _worker(out: Out, owned: Container[tuple[str, int]]) -> Pipeline:
+def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = True) -> Pipeline:
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     return Pipeline(DocumentStage(CONFIG, 3, TOPICS, out),  # type: ignore[arg-type]
-                    ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__),
+                    ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__, verify_once=verify_once),
                     GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
                     out, TOPICS, owned=lambda: owned)  # type: ignore[arg-type]
 
 
-def _run(values: list[bytes], owned: Container[tuple[str, int]], batch: int = 7) -> tuple[dict[str, Any], int]:
+def _run(values: list[bytes], owned: Container[tuple[str, int]], batch: int = 7,
+         verify_once: bool = True) -> tuple[dict[str, Any], int]:
     """Documents in batches; the probe and gather messages sent over 'Kafka' are consumed after each
     batch, as the agents would. Returns the final verdict per document and the internal messages."""
     out = Out()
-    pipeline = _worker(out, owned)
+    pipeline = _worker(out, owned, verify_once)
     internal = 0
     for i in range(0, len(values), batch):
         pipeline.documents_batch([Record(None, v, Source("documents", 0, i + n, 0.0))
@@ -102,6 +103,16 @@ def test_local_hops_give_the_same_verdicts_as_kafka_hops() -> None:
     assert sum(v["verdict"] != "unique" for v in remote.values()) > 5  # the fixture has near-duplicates
     assert local == remote and half == remote
     assert sent_local == 0 < sent_half < sent_remote
+
+
+def test_verifying_each_pair_once_gives_the_same_final_verdicts() -> None:
+    """``verify_once`` (each near pair verified in one partition) against verifying it in every
+    partition where it collides: the same final verdicts, revisions included."""
+    values = _fixture(120)
+    once, _ = _run(values, frozenset())
+    everywhere, _ = _run(values, frozenset(), verify_once=False)
+    assert sum(v["verdict"] != "unique" for v in once.values()) > 5
+    assert once == everywhere
 
 
 def test_the_gather_header_rides_with_one_probe_answer() -> None:

@@ -30,6 +30,8 @@ def test_settings_precedence_file_env_overrides(tmp_path: Path) -> None:
     flag = tmp_path / "hops.yaml"
     flag.write_text("local_hops: no\n")  # YAML's own boolean
     assert load_settings(flag, env={}).local_hops is False
+    assert load_settings(env={}).verify_once is True
+    assert load_settings(env={"DEDUP_VERIFY_ONCE": "off"}).verify_once is False
 
 
 def test_settings_errors_name_the_problem(tmp_path: Path) -> None:

@@ -121,7 +121,8 @@ class DedupApp:
         self._gather_stores: dict[int, FaustTableStore] = {}
         # the index's doc-id and expiry keys stay out of the changelog: ProbeStage rebuilds them
         self.probes = ProbeStage(config, s.k, self.topics,
-                                 lambda p: self._store(self.blocks, self._block_stores, p, DOC_NS + EXPIRY_NS))
+                                 lambda p: self._store(self.blocks, self._block_stores, p, DOC_NS + EXPIRY_NS),
+                                 verify_once=s.verify_once)
         self.gather = GatherStage(self.topics, self.output, self._gather_store)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)

@@ -163,10 +163,11 @@ class ProbeStage:
     """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
 
     def __init__(self, config: FingerprintConfig, k: int, topics: Topics,
-                 store_for: Callable[[int], KVStore], threshold: float = 0.8) -> None:
+                 store_for: Callable[[int], KVStore], threshold: float = 0.8, verify_once: bool = True) -> None:
         self.config, self.k, self.topics = config, k, topics
         self.store_for = store_for
         self.threshold = threshold
+        self.verify_once = verify_once
         self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
         self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
 
@@ -196,7 +197,8 @@ class ProbeStage:
             # The index's doc-id and expiry keys are not in the changelog (they follow from its
             # records): derive them from what recovery restored, before the first probe reads them.
             rebuild(HANDLE_NS, index.lookup_keys)
-        opened = self._detectors[partition] = (store, Detector(index, threshold=self.threshold, once=True), buffered)
+        detector = Detector(index, threshold=self.threshold, once=self.verify_once)
+        opened = self._detectors[partition] = (store, detector, buffered)
         return opened
 
     def forget(self, partitions: set[int]) -> None:
