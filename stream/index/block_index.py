@@ -244,10 +244,13 @@ class BlockIndex(BatchCalls):
         """
         if not 0 <= fingerprint < self._limit:
             self._check_fingerprint(fingerprint)
+        once_in: frozenset[int] | None = None  # the tables a query(once=True) answers for
         if bands or tables is not None:
             band_pairs = self._band_pairs(bands) if bands else ()
             used = self._tables_for(tables, band_pairs)
             probe = self._probe(fingerprint, band_pairs, used)
+            if once and tables is not None:
+                once_in = used
         else:
             found = self._roots(fingerprint)
             if found is not None:  # the common query: one compiled call filters the k + 1 roots
@@ -287,7 +290,7 @@ class BlockIndex(BatchCalls):
         candidates["simhash"].add(simhash_total)
         if not near and not band:
             return []
-        return self._hits(fingerprint, near, band, used if once and tables is not None else None)
+        return self._hits(fingerprint, near, band, once_in)
 
     def first_shared(self, a: int, b: int) -> int | None:
         """The lowest SimHash table whose block ``a`` and ``b`` share (None if none: distance > k)."""
