@@ -16,9 +16,10 @@ partition and, at low load, a second write of the gather state (header and answe
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from stream.detect import Match, Order
 
@@ -83,11 +84,13 @@ class ProbeItem:
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact UTF-8 JSON. orjson: a worker spent 13% of its time in json.dumps (gather states,
+    verdicts, internal messages; py-spy, 2 workers), which orjson does ~6x faster (docs/service.md)."""
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def loads(raw: bytes) -> Any:
-    return json.loads(raw)
+    return orjson.loads(raw)
 
 
 def dead_letter(error: str, stage: str, source: Source, key: bytes | None, value: bytes | None) -> bytes:
