@@ -144,8 +144,9 @@ def test_buffered_store_reads_like_the_plain_store(
             else:
                 store.put(key, value)
         assert buffered.get(key) == plain.get(key)
-    keys = sorted({key for key, _ in ops})
+    keys = sorted({key for key, _ in ops} | {b"never written"})
     assert buffered.multi_get(keys) == plain.multi_get(keys)
+    assert buffered.multi_get(keys[::-1]) == plain.multi_get(keys[::-1])  # pending and not, interleaved
     assert list(buffered.scan_prefix(prefix)) == list(plain.scan_prefix(prefix))
     buffered.flush()
     assert buffered.pending == 0

@@ -454,7 +454,10 @@ class BufferedStore:
         overlay = self._overlay
         if not overlay or not any(key in overlay for key in keys):
             return self.store.multi_get(keys)
-        return [self.get(key) for key in keys]
+        # the keys not pending in one multi-get below, not one get each
+        below = [key for key in keys if key not in overlay]
+        found = iter(self.store.multi_get(below) if below else [])
+        return [overlay[key] if key in overlay else next(found) for key in keys]
 
     def put(self, key: bytes, value: bytes) -> None:
         self.write_ops(((key, value),))
