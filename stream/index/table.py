@@ -237,14 +237,14 @@ class BucketCache:
 
     def _evict(self) -> None:
         target = self.max_bytes * self.EVICT_TO
+        if self.complete and self.root_filter is not None:
+            # while complete, misses skipped the filter: it learns every cached root now, once
+            for cached in self.buckets:
+                if self.top_lens.get(cached[0]) == len(cached):
+                    self.root_filter.add(cached)
         for key, bucket in sorted(self.buckets.items(), key=lambda item: item[1].used):
             if self.size_bytes <= target or len(self.buckets) <= 1:
                 break
-            if self.complete and self.root_filter is not None:
-                # while complete, misses skipped the filter: it learns every cached root now, once
-                for cached in self.buckets:
-                    if self.top_lens.get(cached[0]) == len(cached):
-                        self.root_filter.add(cached)
             del self.buckets[key]
             self.complete = False
             self._entries -= len(bucket)
@@ -363,7 +363,7 @@ class BucketTable:
             handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
             payloads.append(payload)
         if payloads:
-            root_len = 1 + self.scheme.top_len
+            root_len = self._root_len
             path = self.scheme.path_of(key[root_len:]) if len(key) > root_len else ()
             bucket.fps = array("Q", self.scheme.decode_at(key[1:root_len], path, payloads).tobytes())
         return bucket
