@@ -241,7 +241,12 @@ class DedupApp:
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
         for ledger in self.ledgers.values():
             ledger.forget((tp.topic, tp.partition) for tp in revoked)
-        parts = {tp.partition for tp in revoked if tp.topic == self.topics.probe}
+        # Faust closes a revoked partition's database only by dropping its reference (it does not
+        # call close): one we keep holds the RocksDB lock, and when the partition comes back Faust's
+        # reopen fails for 30 s and the worker crashes (seen: a worker left, its partitions returned).
+        # Topics are co-partitioned, so a revoked partition number covers both tables.
+        parts = {tp.partition for tp in revoked}
         self.probes.forget(parts)
         for p in parts:
             self._block_stores.pop(p, None)
+            self._gather_stores.pop(p, None)

@@ -153,12 +153,22 @@ class Deployment:
                 self.check_alive()
         finally:
             consumer.close()
-        raise AssertionError(f"only {len(table)}/{n_docs} verdicts within {timeout}s")
+        raise AssertionError(f"only {len(table)}/{n_docs} verdicts within {timeout}s\n{self.log_digest()}")
 
     def check_alive(self) -> None:
         for w in self.workers:
             if w.returncode is None and w.poll() is not None and w.returncode not in (0, -signal.SIGKILL):
-                raise AssertionError(f"worker exited with {w.returncode}; logs in {self.tmp}")
+                raise AssertionError(f"worker exited with {w.returncode}; logs in {self.tmp}\n{self.log_digest()}")
+
+    def log_digest(self, tail: int = 15) -> str:
+        """The workers' warnings and last lines: CI keeps the test output, not the temp dir."""
+        parts = []
+        for log in sorted(self.tmp.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            notable = [ln for ln in lines[:-tail] if any(w in ln for w in ("WARNING", "ERROR", "CRITICAL"))]
+            parts.append(f"--- {log.name}: {len(lines)} lines; warnings, then the last {tail}")
+            parts.extend(ln[:300] for ln in notable[-40:] + lines[-tail:])
+        return "\n".join(parts)
 
     def stop(self) -> None:
         for w in self.workers:

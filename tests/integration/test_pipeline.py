@@ -51,6 +51,32 @@ def test_two_workers_give_the_same_final_table(deployment: Deployment, corpus: l
     assert {v["source"]["partition"] for v in table.values()} == set(range(4))
 
 
+def test_a_worker_leaving_mid_stream_hands_its_partitions_back(deployment: Deployment, corpus: list[dict[str, Any]],
+                                                              expected: dict[str, Row]) -> None:
+    # "a" owns every partition, gives two to "b", and gets them back when "b" stops: Faust must be able
+    # to reopen the databases of partitions "a" held before (our stores must not keep them open)
+    a = deployment.start_worker("a")
+    third = len(corpus) // 3
+    deployment.publish(corpus[:third])
+    deployment.read(deployment.verdicts, until=lambda r: len(r) >= third // 2, timeout=90)
+    b = deployment.start_worker("b")
+    ready = deployment.tmp / "b-1" / "READY"
+    deadline = time.monotonic() + 90
+    while not ready.exists() and time.monotonic() < deadline:
+        deployment.check_alive()
+        time.sleep(0.2)
+    assert ready.exists(), "the second worker never got its partitions"
+    deployment.publish(corpus[third:2 * third])
+    deployment.read(deployment.verdicts, until=lambda r: len(r) >= third * 3 // 2, timeout=90)
+    b.terminate()
+    assert b.wait(30) == 0
+    deployment.publish(corpus[2 * third:])
+    table = deployment.final_table(len(corpus))
+    assert _rows(table) == expected
+    assert a.poll() is None, "the worker that stayed must still be running"
+    assert "retries timed out" not in (deployment.tmp / "a.log").read_text()
+
+
 def test_sigkill_mid_stream_recovers_from_changelog(deployment: Deployment, corpus: list[dict[str, Any]],
                                                    expected: dict[str, Row]) -> None:
     first = deployment.start_worker("first")
