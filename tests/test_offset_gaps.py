@@ -18,6 +18,7 @@ import pytest
 from faust.types import TP as TopicPartition
 
 from stream.service import offset_gaps
+from stream.service.ledger import InputLedger
 
 TP = TopicPartition("documents", 0)
 
@@ -218,3 +219,21 @@ def test_records_fetched_before_a_seek_are_not_taken_for_another_gap(monkeypatch
 
     consumer.fetch = fetch_with_a_stale_batch  # type: ignore[method-assign]
     assert run(consumer, monkeypatch, await_seconds=60.0) == list(range(15))
+
+
+def test_a_lost_tail_is_found_by_the_ledger_and_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the last record's delivery is cancelled: no later record reveals it to the guard
+    consumer = ScriptedConsumer(log_end=12, cancelled_once=frozenset({11}))
+    consumer.highwater = lambda tp: consumer.log_end  # type: ignore[attr-defined]
+    assert run(consumer, monkeypatch) == list(range(11))
+    assert consumer.seeks == []
+    now = [0.0]
+    ledger = InputLedger(lambda tp: None, stall_after=20.0, clock=lambda: now[0])
+    ledger.admit([((TP.topic, TP.partition), o) for o in consumer.streamed])
+    assert offset_gaps.known_ends(consumer, "documents") == {("documents", 0): 12}
+    assert offset_gaps.known_ends(consumer, "other") == {}
+    now[0] = 25.0
+    for (topic, partition), offset in ledger.stalled(offset_gaps.known_ends(consumer, "documents")).items():
+        offset_gaps.request_seek(consumer, TopicPartition(topic, partition), offset)
+    assert run(consumer, monkeypatch) == list(range(12))
+    assert consumer.seeks == [11]

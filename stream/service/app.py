@@ -23,7 +23,7 @@ from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
 from stream.service.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.messages import ProbeItem, Source, loads
-from stream.service.offset_gaps import install_gap_guard, request_seek
+from stream.service.offset_gaps import install_gap_guard, known_ends, request_seek
 from stream.service.output import Batch, Output, OutputError
 from stream.service.pipeline import DocumentStage, GatherStage, Pipeline, ProbeStage, Record, Topics
 from stream.service.recovery import install_exact_recovery_bounds
@@ -231,10 +231,14 @@ class DedupApp:
             async for events in stream.take_events(64, within=s.batch_within):
                 await self._batch("gather", events, self._handle_gather)
 
+        inputs = {"documents": s.documents_topic, "probe": self.topics.probe, "gather": self.topics.gather}
+
         @self.app.timer(interval=2.0)
         async def repeat_ledger_seeks() -> None:
-            for ledger in self.ledgers.values():
+            for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
+                if not self.app.rebalancing:
+                    self._request_seeks(ledger.stalled(known_ends(self.app.consumer, inputs[stage])))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 

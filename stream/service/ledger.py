@@ -15,7 +15,12 @@ with ``save_every`` it is written at most that often per partition, not with eve
 crash or a hand-over up to ``save_every`` seconds of a partition's input are processed again.
 
 A gap that survives ``max_attempts`` seeks is accepted with a warning: on a compacted topic or past
-the retention limit those records no longer exist. Pure logic; the agent does the seeking and writing.
+the retention limit those records no longer exist.
+
+A gap at a partition's tail brings no later record to reveal it. ``stalled`` covers that: a
+partition whose records exist past the position (the fetch loop read them, or the broker has them)
+but that delivered nothing for ``stall_after`` seconds is sought back to its position like a gap.
+Pure logic; the agent does the seeking and writing.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 log = logging.getLogger("dedup.ledger")
@@ -56,8 +61,11 @@ class InputLedger:
     """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
 
     def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
-                 save_every: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 save_every: float = 0.0, stall_after: float = 20.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
+        self._stall_after = stall_after
+        self._active: dict[TP, float] = {}  # when the partition last delivered a record (or was sought)
         self._save_every = save_every
         self._saved_at: dict[TP, float] = {}  # when a position of the partition was last written
         self._retry_after = retry_after
@@ -70,6 +78,7 @@ class InputLedger:
         self._writing: dict[TP, int] = {}  # written into the batch being handled
         self.gaps_found = 0
         self.gaps_accepted = 0
+        self.stalls_found = 0
 
     def admit(self, records: Sequence[tuple[TP, int]]) -> tuple[list[bool], dict[TP, int]]:
         """For each (partition, offset) of a batch, in order: process it? And where to seek."""
@@ -77,6 +86,7 @@ class InputLedger:
         seeks: dict[TP, int] = {}
         now = self._clock()
         for tp, offset in records:
+            self._active[tp] = now
             if tp not in self._next:
                 self._next[tp] = self._load(tp)
             expected = self._next[tp]
@@ -122,6 +132,26 @@ class InputLedger:
         return {tp: self._again(seek, now) for tp, seek in self._seeking.items()
                 if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts}
 
+    def stalled(self, ends: Mapping[TP, int]) -> dict[TP, int]:
+        """Seeks for partitions that stopped delivering. ``ends``: per assigned partition, an offset
+        up to which records are known to exist (the fetch loop's read offset + 1, the broker's high
+        watermark). Called on a timer: a lost tail leaves the partition silent, not gapped."""
+        now = self._clock()
+        seeks = {}
+        for tp, end in ends.items():
+            position = self._next.get(tp)
+            if position is None or position >= end or tp in self._seeking:
+                continue
+            if now - self._active.setdefault(tp, now) < self._stall_after:
+                continue
+            self.stalls_found += 1
+            log.warning("%s[%d]: offsets %d..%d exist but nothing was delivered for %.0f s; fetching them "
+                        "again", tp[0], tp[1], position, end - 1, now - self._active[tp])
+            self._seeking[tp] = _Seek(position, now, 1)
+            self._active[tp] = now
+            seeks[tp] = position
+        return seeks
+
     @staticmethod
     def _again(seek: _Seek, now: float) -> int:
         """Count one more seek to ``seek.offset`` (made now); returns the offset."""
@@ -150,5 +180,6 @@ class InputLedger:
     def forget(self, tps: Iterable[TP]) -> None:
         """Partitions revoked: another worker may move them on; reload if they come back."""
         for tp in tps:
-            for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing, self._saved_at):
+            for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing, self._saved_at,
+                      self._active):
                 d.pop(tp, None)

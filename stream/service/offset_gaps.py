@@ -131,6 +131,25 @@ def request_seek(consumer: Any, tp: Any, offset: int) -> None:
     _seek_requests(consumer)[tp] = offset
 
 
+def known_ends(consumer: Any, topic: str) -> dict[tuple[str, int], int]:
+    """Per assigned partition of ``topic``: an offset up to which records are known to exist (for
+    ``InputLedger.stalled``): past what the fetch loop read, and below the broker's high watermark
+    (on tansu the base offset of the last record batch + 1: a lower bound, which is safe here)."""
+    ends = {}
+    for tp in consumer.assignment():
+        if tp.topic != topic:
+            continue
+        read = consumer._read_offset.get(tp)
+        try:
+            highwater = consumer.highwater(tp) or 0
+        except AssertionError:  # aiokafka: revoked since (its thread rebalances on its own)
+            continue
+        end = max(read + 1 if read is not None else 0, highwater)
+        if end:
+            ends[(tp.topic, tp.partition)] = end
+    return ends
+
+
 AWAIT_SECONDS = 3.0  # after a seek, how long records past its offset count as fetched before it
 
 
