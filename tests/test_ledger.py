@@ -134,15 +134,16 @@ def test_positions_are_written_at_most_every_save_every_and_never_ahead_of_deliv
 def test_a_silent_partition_with_records_past_its_position_is_sought_back() -> None:
     # a lost tail: records 3..9 exist (read by the fetch loop), none reached the agent, none follow
     clock = Clock()
-    ledger = InputLedger(lambda tp: 0, retry_after=5.0, max_attempts=3, stall_after=20.0, clock=clock)
+    ledger = InputLedger(lambda tp: 0, retry_after=5.0, max_attempts=3, idle_after=5.0, stall_after=60.0,
+                         clock=clock)
     assert ledger.admit([(A, 0), (A, 1), (A, 2), (B, 0)]) == ([True] * 4, {})
     ends = {A: 10, B: 1}
-    clock.now = 19.0
-    assert ledger.stalled(ends) == {}  # quiet for less than stall_after
-    clock.now = 21.0
+    clock.now = 4.0
+    assert ledger.stalled(ends) == {}  # the agent has been idle for less than idle_after
+    clock.now = 6.0
     assert ledger.stalled(ends) == {A: 3}  # B delivered everything that exists
     assert ledger.stalled(ends) == {} and ledger.due() == {}  # one seek, repeated only as a gap's is
-    clock.now = 26.5
+    clock.now = 11.5
     assert ledger.due() == {A: 3}
     assert ledger.admit([(A, 3), (A, 4)]) == ([True, True], {})  # the re-read arrives
     clock.now = 100.0
@@ -151,13 +152,26 @@ def test_a_silent_partition_with_records_past_its_position_is_sought_back() -> N
     assert ledger.stalls_found == 1
 
 
+def test_a_busy_agent_waits_stall_after_before_seeking_a_silent_partition() -> None:
+    # B's records keep the agent busy (e.g. a large fetch of B drains first): A is behind, not lost
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
+    ledger.admit([(A, 0)])
+    for second in range(1, 60):
+        clock.now = float(second)
+        ledger.admit([(B, second)])
+        assert ledger.stalled({A: 10, B: second + 1}) == {}
+    clock.now = 60.0
+    assert ledger.stalled({A: 10, B: 60}) == {A: 1}
+
+
 def test_no_stall_without_a_known_position_or_while_records_flow() -> None:
     clock = Clock()
-    ledger = InputLedger(lambda tp: None, stall_after=20.0, clock=clock)
+    ledger = InputLedger(lambda tp: None, idle_after=5.0, stall_after=60.0, clock=clock)
     clock.now = 100.0
     assert ledger.stalled({A: 10}) == {}  # nothing known about A: nothing to compare
     ledger.admit([(A, 0)])
-    for second in range(0, 100, 10):  # records keep coming, behind the end
+    for second in range(0, 100, 2):  # records keep coming, behind the end
         clock.now = 100.0 + second
         ledger.admit([(A, 1 + second)])
         assert ledger.stalled({A: 1000}) == {}

@@ -19,7 +19,9 @@ the retention limit those records no longer exist.
 
 A gap at a partition's tail brings no later record to reveal it. ``stalled`` covers that: a
 partition whose records exist past the position (the fetch loop read them, or the broker has them)
-but that delivered nothing for ``stall_after`` seconds is sought back to its position like a gap.
+is sought back to its position like a gap once the whole agent received nothing for ``idle_after``
+seconds (the common case: the tail of a burst lost), or the partition alone for ``stall_after``
+(long enough that a busy agent draining other partitions' fetches is not taken for a stall).
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -61,10 +63,11 @@ class InputLedger:
     """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
 
     def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
-                 save_every: float = 0.0, stall_after: float = 20.0,
+                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
-        self._stall_after = stall_after
+        self._idle_after, self._stall_after = idle_after, stall_after
+        self._last_batch = -math.inf  # when the agent last received records (any partition)
         self._active: dict[TP, float] = {}  # when the partition last delivered a record (or was sought)
         self._save_every = save_every
         self._saved_at: dict[TP, float] = {}  # when a position of the partition was last written
@@ -85,6 +88,8 @@ class InputLedger:
         keep: list[bool] = []
         seeks: dict[TP, int] = {}
         now = self._clock()
+        if records:
+            self._last_batch = now
         for tp, offset in records:
             self._active[tp] = now
             if tp not in self._next:
@@ -142,7 +147,8 @@ class InputLedger:
             position = self._next.get(tp)
             if position is None or position >= end or tp in self._seeking:
                 continue
-            if now - self._active.setdefault(tp, now) < self._stall_after:
+            silent = now - self._active.setdefault(tp, now)
+            if silent < self._stall_after and (silent < self._idle_after or now - self._last_batch < self._idle_after):
                 continue
             self.stalls_found += 1
             log.warning("%s[%d]: offsets %d..%d exist but nothing was delivered for %.0f s; fetching them "
