@@ -155,6 +155,17 @@ class Deployment:
             consumer.close()
         raise AssertionError(f"only {len(table)}/{n_docs} verdicts within {timeout}s\n{self.log_digest()}")
 
+    def wait_ready(self, data: Path, timeout: float = 90.0) -> None:
+        """Until the worker on ``data`` is assigned, recovered and consuming (its READY file)."""
+        from stream.service.app import READY_FILE
+
+        deadline = time.monotonic() + timeout
+        while not (data / READY_FILE).exists():
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no worker ready on {data} after {timeout:.0f} s\n{self.log_digest()}")
+            time.sleep(0.2)
+
     def check_alive(self) -> None:
         for w in self.workers:
             if w.returncode is None and w.poll() is not None and w.returncode not in (0, -signal.SIGKILL):

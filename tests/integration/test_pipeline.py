@@ -60,12 +60,7 @@ def test_a_worker_leaving_mid_stream_hands_its_partitions_back(deployment: Deplo
     deployment.publish(corpus[:third])
     deployment.read(deployment.verdicts, until=lambda r: len(r) >= third // 2, timeout=90)
     b = deployment.start_worker("b")
-    ready = deployment.tmp / "b-1" / "READY"
-    deadline = time.monotonic() + 90
-    while not ready.exists() and time.monotonic() < deadline:
-        deployment.check_alive()
-        time.sleep(0.2)
-    assert ready.exists(), "the second worker never got its partitions"
+    deployment.wait_ready(deployment.tmp / "b-1")  # b has its partitions, taken from a
     deployment.publish(corpus[third:2 * third])
     deployment.read(deployment.verdicts, until=lambda r: len(r) >= third * 3 // 2, timeout=90)
     b.terminate()
