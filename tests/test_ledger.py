@@ -175,3 +175,25 @@ def test_no_stall_without_a_known_position_or_while_records_flow() -> None:
         clock.now = 100.0 + second
         ledger.admit([(A, 1 + second)])
         assert ledger.stalled({A: 1000}) == {}
+
+
+def test_the_ledger_counts_are_prometheus_gauges() -> None:
+    from prometheus_client import REGISTRY
+
+    from stream.service import metrics
+
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, clock=clock)
+    metrics.watch_ledger("test-agent", ledger)
+
+    def value(kind: str) -> float | None:
+        return REGISTRY.get_sample_value("dedup_input_rereads", {"agent": "test-agent", "kind": kind})
+
+    assert (value("gap"), value("stall"), value("accepted")) == (0, 0, 0)
+    ledger.admit([(A, 0), (A, 3)])  # 1..2 skipped
+    clock.now = 10.0
+    ledger.stalled({B: 5})  # B has no position: nothing
+    ledger.admit([(B, 0)])
+    clock.now = 20.0
+    ledger.stalled({B: 5})
+    assert (value("gap"), value("stall"), value("accepted")) == (1, 1, 0)

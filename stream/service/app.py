@@ -132,6 +132,8 @@ class DedupApp:
         # document at 100 docs/s; a lagging position only means re-reading (idempotent) after a crash
         self.ledgers = {stage: InputLedger(self._load_position, save_every=LEDGER_SAVE_SECONDS)
                         for stage in ("documents", "probe", "gather")}
+        for stage, ledger in self.ledgers.items():
+            metrics.watch_ledger(stage, ledger)
         self._define_agents()
 
     def _request_seeks(self, seeks: dict[TP, int]) -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram, start_http_server
+from typing import TYPE_CHECKING
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+if TYPE_CHECKING:
+    from stream.service.ledger import InputLedger
 
 DOCUMENTS = Counter("dedup_documents_total", "Input documents consumed")
 DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the dead-letter topic", ["stage"])
@@ -16,6 +21,17 @@ BATCH_SECONDS = Histogram("dedup_batch_seconds", "Time to process one agent batc
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 LATENCY = Histogram("dedup_verdict_latency_seconds", "Input record timestamp to verdict publish",
                     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+
+# counts kept by each agent's input ledger (read when scraped); "accepted" are records given up for
+# good (a compacted topic, or past retention): the one to alert on
+INPUT_REREADS = Gauge("dedup_input_rereads", "Input re-reads by the agent's ledger since start: gaps found, "
+                      "silent partitions found, gaps accepted as lost", ["agent", "kind"])
+
+
+def watch_ledger(agent: str, ledger: InputLedger) -> None:
+    INPUT_REREADS.labels(agent, "gap").set_function(lambda: ledger.gaps_found)
+    INPUT_REREADS.labels(agent, "stall").set_function(lambda: ledger.stalls_found)
+    INPUT_REREADS.labels(agent, "accepted").set_function(lambda: ledger.gaps_accepted)
 
 
 def serve(port: int, host: str = "127.0.0.1") -> None:
