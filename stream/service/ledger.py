@@ -152,7 +152,7 @@ class InputLedger:
                 continue
             self.stalls_found += 1
             log.warning("%s[%d]: offsets %d..%d exist but nothing was delivered for %.0f s; fetching them "
-                        "again", tp[0], tp[1], position, end - 1, now - self._active[tp])
+                        "again", tp[0], tp[1], position, end - 1, silent)
             self._seeking[tp] = _Seek(position, now, 1)
             self._active[tp] = now
             seeks[tp] = position

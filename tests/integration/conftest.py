@@ -131,6 +131,10 @@ class Deployment:
             consumer.close()
         return records
 
+    def await_verdicts(self, n: int, timeout: float = 90.0) -> None:
+        """Until the verdict topic holds at least ``n`` records (revisions count)."""
+        self.read(self.verdicts, until=lambda r: len(r) >= n, timeout=timeout)
+
     def final_table(self, n_docs: int, timeout: float = 120.0, settle: float = 3.0) -> dict[str, dict[str, Any]]:
         """Latest verdict per id once every document has one and nothing changed for ``settle`` s."""
         from kafka import KafkaConsumer

@@ -58,11 +58,11 @@ def test_a_worker_leaving_mid_stream_hands_its_partitions_back(deployment: Deplo
     a = deployment.start_worker("a")
     third = len(corpus) // 3
     deployment.publish(corpus[:third])
-    deployment.read(deployment.verdicts, until=lambda r: len(r) >= third // 2, timeout=90)
+    deployment.await_verdicts(third // 2)
     b = deployment.start_worker("b")
     deployment.wait_ready(deployment.tmp / "b-1")  # b has its partitions, taken from a
     deployment.publish(corpus[third:2 * third])
-    deployment.read(deployment.verdicts, until=lambda r: len(r) >= third * 3 // 2, timeout=90)
+    deployment.await_verdicts(third * 3 // 2)
     b.terminate()
     assert b.wait(30) == 0
     deployment.publish(corpus[2 * third:])
@@ -77,7 +77,7 @@ def test_sigkill_mid_stream_recovers_from_changelog(deployment: Deployment, corp
     first = deployment.start_worker("first")
     half = len(corpus) // 2
     deployment.publish(corpus[:half])
-    deployment.read(deployment.verdicts, until=lambda r: len(r) >= half // 2, timeout=90)
+    deployment.await_verdicts(half // 2)
     os.kill(first.pid, signal.SIGKILL)  # no shutdown, no final commit: redelivery follows
     first.wait()
     # let the broker expire the dead member (session timeout 10 s) before its successor joins:
