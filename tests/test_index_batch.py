@@ -95,6 +95,22 @@ def test_without_splits_the_store_holds_the_same_keys(seed: int, size: int) -> N
     assert sa.kinds["simhash"].levels == sb.kinds["simhash"].levels
 
 
+@pytest.mark.parametrize("size", [16, 200])
+def test_batches_over_cached_roots_keep_the_loops_answers_keys_and_statistics(size: int) -> None:
+    """16-bit fingerprints, 4-bit blocks: after the first few documents every root is cached, so the
+    batches take the all-cached path (roots and bucket sizes read once, by the filter, for the
+    inserts too), buckets take several entries per batch and cross size bins."""
+    rng = random.Random(size)
+    docs = {f"d{i}": rng.getrandbits(16) for i in range(600)}
+    ts = {doc: float(i) for i, doc in enumerate(docs)}
+    loop, batch = BlockIndex(k=3, bits=16), BlockIndex(k=3, bits=16)
+    assert streaming_batches(batch, docs, ts, size) == streaming_loop(loop, docs, ts)
+    assert contents(batch) == contents(loop)
+    sa, sb = batch.stats(), loop.stats()
+    assert sa.kinds["simhash"].levels == sb.kinds["simhash"].levels
+    assert sa.kinds["simhash"].levels[0].buckets == 4 * 16
+
+
 def test_insert_many_then_reopen(tmp_path: Path) -> None:
     docs = make_set(5, 3, 2000, "one_block")
     path = str(tmp_path / "idx")

@@ -45,6 +45,16 @@ _EMPTY = Bucket()  # stands for an uncached root of a complete cache in a batch'
 _BUCKET_FPS, _BUCKET_HANDLES = operator.attrgetter("fps"), operator.attrgetter("handles")
 
 
+def _answer_lists(n: int) -> list[list[IndexHit]]:
+    """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
+    runs when enough container objects are alive, and a young collection walks every young one.
+    Made here, the n lists start the collection before the batch's lists of cold root buckets exist;
+    made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
+    at 1M; docs/index.md, "Session 12"). The filter's buckets go to the compiled code as separate
+    arguments for the same reason: no tuple per document stays alive."""
+    return [[] for _ in range(n)]
+
+
 class _Roots(NamedTuple):
     """A batch's root buckets (``BlockIndex._batch_roots``): per table, each fingerprint's bucket (None
     if not cached); per fingerprint whether all its roots are cached leaves; and, when all are, per
@@ -69,6 +79,7 @@ class BatchCalls:
         _stats: StatsRecorder
         _limit: int
         _positions: np.ndarray
+        _sizes: np.ndarray
         _filter_masks: np.ndarray
         _filter_mask_list: list[int]
         _simhash_tables: frozenset[int]
@@ -98,7 +109,9 @@ class BatchCalls:
     def query_many(self, fingerprints: Sequence[int]) -> list[list[IndexHit]]:
         """``query`` of each fingerprint (SimHash tables): the same answers for less work per document."""
         fps = self._fingerprint_batch(fingerprints)
-        return self._query_batch(fps, np.array(fps, dtype=np.uint64))
+        answers = _answer_lists(len(fps))
+        self._query_batch(fps, np.array(fps, dtype=np.uint64), answers)
+        return answers
 
     def insert_many(
         self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None
@@ -131,9 +144,10 @@ class BatchCalls:
                 answers.append(self.query(fp))
                 self.insert(fp, doc_id, t)
             return answers
+        answers = _answer_lists(len(fps))
         array = np.array(fps, dtype=np.uint64)
         roots = self._batch_roots(array) if self._root_slots is not None else None
-        answers = self._query_batch(fps, array, roots)
+        sizes = self._query_batch(fps, array, answers, roots)
         out = self._positions
         count = pairs_within(array, self.k, out)
         if count > len(out):  # more pairs than room: again, with room
@@ -146,9 +160,10 @@ class BatchCalls:
             later.add(i)
         for i in later:
             answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
-        # the roots found for the queries still hold if all were cached leaves (nothing was loaded)
+        # the roots found for the queries still hold if all were cached leaves (nothing was loaded),
+        # and so do the sizes the filter saw
         still = roots if roots is not None and roots.fps is not None else None
-        self._insert_new(fps, array, ids, id_keys, times, still)
+        self._insert_new(fps, array, ids, id_keys, times, still, sizes if still is not None else None)
         return answers
 
     def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
@@ -195,62 +210,73 @@ class BatchCalls:
         handles = [list(map(_BUCKET_HANDLES, column)) for column in columns]
         return _Roots(columns, leaves, unsplit, fps, handles)
 
-    def _query_batch(self, fps: list[int], array: np.ndarray, roots: _Roots | None = None) -> list[list[IndexHit]]:
+    def _query_batch(
+        self, fps: list[int], array: np.ndarray, answers: list[list[IndexHit]], roots: _Roots | None = None
+    ) -> np.ndarray | None:
+        """Fill ``answers[i]`` with the hits of ``fps[i]``. Returns the sizes of every document's root
+        buckets (an (n, k + 1) array) when all of them were cached leaves, else None."""
         if self._root_slots is None or not fps:
-            return [self.query(fp) for fp in fps]
+            for i, fp in enumerate(fps):
+                answers[i] = self.query(fp)
+            return None
         roots = roots if roots is not None else self._batch_roots(array)
         if roots.fps is not None:
-            return self._filter_batch(fps, array, roots.buckets, roots.fps)  # type: ignore[arg-type]
+            return self._filter_batch(fps, array, roots.buckets, roots.fps, answers)  # type: ignore[arg-type]
         # Some roots are split or not cached. The documents whose roots are all cached leaves (or
         # not cached at all in a complete cache: empty buckets) still go through the batch filter;
         # the others take one query each, after it (a query may load and evict buckets).
         fast = roots.unsplit if self.cache.complete else roots.leaves
-        answers: list[list[IndexHit]] = [[] for _ in fps]
         chosen = np.flatnonzero(fast).tolist()
         if chosen:
             columns = [[_EMPTY if column[i] is None else column[i] for i in chosen] for column in roots.buckets]
-            filtered = self._filter_batch(
+            filtered = _answer_lists(len(chosen))
+            self._filter_batch(
                 [fps[i] for i in chosen], array[chosen], columns,  # type: ignore[arg-type]
-                [list(map(_BUCKET_FPS, column)) for column in columns],
+                [list(map(_BUCKET_FPS, column)) for column in columns], filtered,
             )
             for i, answer in zip(chosen, filtered, strict=True):
                 answers[i] = answer
         for i in np.flatnonzero(~fast).tolist():
             answers[i] = self.query(fps[i])
-        return answers
+        return None
 
     def _filter_batch(
-        self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]], fps_columns: list[list[_array]]
-    ) -> list[list[IndexHit]]:
-        """``_filter_roots`` for a batch whose roots are all cached leaves. The per-document loop runs
-        in C (``map`` over the compiled filter; the few documents with matches are filtered again for
-        their positions, since the calls share one output buffer), stamps and statistics per batch."""
+        self, fps: list[int], array: np.ndarray, columns: list[list[Bucket]], fps_columns: list[list[_array]],
+        answers: list[list[IndexHit]],
+    ) -> np.ndarray:
+        """``_filter_roots`` for a batch whose roots are all cached leaves, into ``answers``; returns
+        the buckets' sizes, (n, k + 1). The per-document loop runs in C (``map`` over the compiled
+        filter; the few documents with matches are filtered again for their positions, since the
+        calls share one output buffer), stamps and statistics per batch."""
         cache = self.cache
         cache.clock += 1
         for column in columns:
             deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
         cache.hits += len(fps) * len(columns)
-        masks, k = self._filter_masks, self.k
-        found = list(zip(*fps_columns, strict=True))
+        masks, k, n = self._filter_masks, self.k, len(fps)
         queries = array.view(np.int64).tolist()
-        packed = list(map(within_tables, found, repeat(masks), queries, repeat(k), repeat(self._positions)))
+        sizes = np.empty((n, len(columns)), dtype=np.int64)
+        packed = list(
+            map(within_tables, repeat(masks), queries, repeat(k), repeat(self._positions), repeat(sizes.ravel()),
+                range(n), *fps_columns)
+        )
         self._stats.candidates["simhash"].add_many([p >> 32 for p in packed])
-        answers: list[list[IndexHit]] = [[] for _ in fps]
         for i in [i for i, p in enumerate(packed) if p & 0xFFFFFFFF]:
             count = packed[i] & 0xFFFFFFFF
             out = self._room(count)
-            within_tables(found[i], masks, queries[i], k, out)
+            within_tables(masks, queries[i], k, out, self._sizes, 0, *[column[i] for column in fps_columns])
             near = {columns[p >> 32][i].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}
             answers[i] = self._hits(fps[i], near, set())
-        return answers
+        return sizes
 
     def _insert_new(
         self, fps: list[int], array: np.ndarray, ids: list[str], id_keys: list[bytes], times: list[float],
-        roots: _Roots | None = None,
+        roots: _Roots | None = None, sizes: np.ndarray | None = None,
     ) -> None:
         """Insert documents with new, distinct ids: those whose k + 1 roots are cached leaves as one
         batch (``_insert_roots``), the others one at a time after them. ``roots``: ``_batch_roots``
-        of ``array`` if the caller has them and nothing changed since."""
+        of ``array`` if the caller has them and nothing changed since; ``sizes``: their sizes then, if known
+        (``_filter_batch``)."""
         slow = list(range(len(fps)))
         if self._root_slots is not None and fps:
             roots = roots if roots is not None else self._batch_roots(array)
@@ -262,7 +288,7 @@ class BatchCalls:
                 roots = self._batch_roots(array)
             columns, leaves = roots.buckets, roots.leaves
             if roots.fps is not None and roots.handles is not None:
-                self._insert_roots(fps, array, id_keys, times, roots.fps, roots.handles)
+                self._insert_roots(fps, array, id_keys, times, roots.fps, roots.handles, sizes)
                 return
             fast = np.flatnonzero(leaves).tolist()
             slow = np.flatnonzero(~leaves).tolist()
@@ -279,7 +305,7 @@ class BatchCalls:
 
     def _insert_roots(
         self, fps: list[int], array: np.ndarray, id_keys: list[bytes], times: list[float],
-        fps_columns: list[list[_array]], handles_columns: list[list[_array]],
+        fps_columns: list[list[_array]], handles_columns: list[list[_array]], sizes: np.ndarray | None = None,
     ) -> None:
         """The batch path of ``_add``: the same keys, built at once by numpy (``batch_keys``) and
         written in one batch; then the same cache and counter updates.
@@ -333,7 +359,7 @@ class BatchCalls:
         for t, (fps_column, handles_column, mask) in enumerate(
             zip(fps_columns, handles_columns, self._filter_mask_list, strict=True)
         ):
-            before = np.fromiter(map(len, handles_column), dtype=np.int64, count=n)
+            before = sizes[:, t] if sizes is not None else np.fromiter(map(len, handles_column), np.int64, count=n)
             deque(map(_array_append, handles_column, handles), maxlen=0)
             deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
             _, first, added = np.unique(table_blocks[t], return_index=True, return_counts=True)
