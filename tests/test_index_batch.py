@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from stream.index import BlockIndex, MemoryStore
 from stream.index.batch_keys import big_endian, ts_keys
+from stream.index.kernels import bucket_growth
 from stream.index.records import META_NS, IndexHit, ts_key
 from stream.index.stats import LevelCounter
 from stream.index.store import KVStore
@@ -231,14 +232,39 @@ def test_a_sole_writer_on_an_empty_callers_store_skips_scans_but_not_on_a_filled
         assert {h.doc_id: h.distance for h in filled.query(query)} == brute_force(docs, query, 3)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 300)), min_size=1, max_size=60))
-def test_regrow_is_resize_for_a_whole_batch(steps: list[tuple[int, int]]) -> None:
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 20), min_size=1, max_size=3), min_size=1, max_size=80),
+    st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 20)), st.integers(0, 3000)),
+    st.integers(1, 3100),
+)
+def test_bucket_growth_is_resize_one_entry_at_a_time(
+    docs: list[list[int]], sizes: dict[tuple[int, int], int], min_split: int
+) -> None:
+    """A batch appends one entry per document to its bucket in each table (``docs[i][t]``: the block
+    value); buckets start at ``sizes`` (else empty). The compiled batch count equals ``resize`` by
+    +1 steps, and it names exactly the buckets reaching ``min_split``, each by its first document."""
+    tables = min(map(len, docs))
+    blocks = np.array([[doc[t] for doc in docs] for t in range(tables)], dtype=np.uint64)
+    before = np.array([[sizes.get((t, doc[t]), 0) for t in range(tables)] for doc in docs], dtype=np.int64)
     one_by_one, batch = LevelCounter(), LevelCounter()
-    for old, grown in steps:
-        one_by_one.resize(old, old + grown)
-    batch.regrow(np.array([o for o, _ in steps]), np.array([o + g for o, g in steps]))
+    for size in sizes.values():  # both start from the same buckets
+        one_by_one.resize(0, size)
+        batch.resize(0, size)
+    grown = dict(sizes)
+    for doc in docs:
+        for t in range(tables):
+            old = grown.get((t, doc[t]), 0)
+            one_by_one.resize(old, old + 1)
+            grown[t, doc[t]] = old + 1
+    bins = np.zeros(66, dtype=np.int64)
+    new_buckets, big = bucket_growth(blocks, before, min_split, bins)
+    batch.grow(len(docs) * tables, new_buckets, bins)
     assert batch == one_by_one
+    firsts = {(t, docs[i][t]): i for i in reversed(range(len(docs))) for t in range(tables)}
+    expected = {(t, i) for (t, block), i in firsts.items() if grown[t, block] >= min_split}
+    got = [(p >> 32, p & 0xFFFFFFFF) for p in big.tolist()]
+    assert sorted(got) == sorted(expected) and len(got) == len(expected)
 
 
 def test_a_root_filter_skips_scans_for_absent_roots_and_changes_no_answer() -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from stream.index import batch_keys
-from stream.index.kernels import pairs_within, within_tables
+from stream.index.kernels import bucket_growth, pairs_within, within_tables
 from stream.index.records import EXPIRY_NS, HANDLE_BLOCK, HANDLE_NS, META_NS, IndexHit, Record, doc_key
 from stream.index.store import KVStore, put_many
 from stream.index.table import (
@@ -351,24 +351,18 @@ class BatchCalls:
         self._stats.documents += n
         self._mutated(n)
         # as _add: the entries into the cached roots (appends run in C, by map), the level counters
-        # (per distinct bucket: its size before and after the batch), then splits
-        min_split = self.policy.min_split
-        big: list[tuple[int, int]] = []
+        # (per distinct bucket: its size before and after the batch, one compiled call), then splits
+        if sizes is None:
+            sizes = np.stack([np.fromiter(map(len, column), np.int64, count=n) for column in handles_columns], axis=1)
         handles = range(start, start + n)
-        level = self._stats.level("simhash", 0)
-        for t, (fps_column, handles_column, mask) in enumerate(
-            zip(fps_columns, handles_columns, self._filter_mask_list, strict=True)
-        ):
-            before = sizes[:, t] if sizes is not None else np.fromiter(map(len, handles_column), np.int64, count=n)
+        for fps_column, handles_column, mask in zip(fps_columns, handles_columns, self._filter_mask_list, strict=True):
             deque(map(_array_append, handles_column, handles), maxlen=0)
             deque(map(_array_append, fps_column, (array & np.uint64(mask)).tolist()), maxlen=0)
-            _, first, added = np.unique(table_blocks[t], return_index=True, return_counts=True)
-            after = before[first] + added
-            level.regrow(before[first], after)
-            if after.max() >= min_split:
-                big += [(t, i) for i in first[after >= min_split].tolist()]
+        bins = np.zeros(66, dtype=np.int64)
+        new_buckets, big = bucket_growth(np.stack(table_blocks), sizes, self.policy.min_split, bins)
+        self._stats.level("simhash", 0).grow(n * len(fps_columns), new_buckets, bins)
         self.cache.grew_entries(n * len(fps_columns))
-        for t, i in big:  # one position per bucket (np.unique's first)
+        for t, i in ((p >> 32, p & 0xFFFFFFFF) for p in big.tolist()):  # one position per bucket
             key = self._root_keys(fps[i])[t]
             bucket = self.cache.buckets.get(key)  # not evicted by grew_entries
             if bucket is not None:

@@ -90,3 +90,44 @@ def pairs_within(fps, k, out):  # type: ignore[no-untyped-def]
                     out[count] = (i << 32) | j
                 count += 1
     return count
+
+
+@njit(cache=True)
+def bucket_growth(blocks, before, min_split, bins):  # type: ignore[no-untyped-def]
+    """The level-0 counters' change when a batch appends one entry per document to each of its root
+    buckets. ``blocks[t, i]``: document i's block value in table t; ``before[i, t]``: that bucket's
+    size before the batch. A bucket taking several entries counts once, from its size before to its
+    size after (the first document's ``before``). Adds each size bin's change to ``bins[b]`` (bin =
+    ``size.bit_length()``, as ``LevelCounter``); returns the number of buckets that were empty and the
+    positions ``t << 32 | i`` (i: the bucket's first document) of the buckets reaching ``min_split``.
+    One call per batch: numpy's unique and bin counts per table cost ~1.6 us per document at 1M."""
+    tables, n = blocks.shape
+    big = np.empty(tables * n, dtype=np.int64)
+    found = 0
+    new_buckets = 0
+    for t in range(tables):
+        order = np.argsort(blocks[t], kind="mergesort")  # stable: a group starts at its first document
+        g = 0
+        while g < n:
+            first = order[g]
+            end = g + 1
+            while end < n and blocks[t, order[end]] == blocks[t, first]:
+                end += 1
+            old = before[first, t]
+            new = old + (end - g)
+            if old == 0:
+                new_buckets += 1
+            old_bin = 0
+            while (old >> old_bin) > 0:
+                old_bin += 1
+            new_bin = 0
+            while (new >> new_bin) > 0:
+                new_bin += 1
+            if old_bin != new_bin:
+                bins[old_bin] -= 1  # bin 0 (empty) is counted by the caller's bucket total, not here
+                bins[new_bin] += 1
+            if new >= min_split:
+                big[found] = (t << 32) | first
+                found += 1
+            g = end
+    return new_buckets, big[:found]

@@ -37,17 +37,13 @@ class LevelCounter:
                 self._bump(new_bin, 1)
             self.buckets += (new > 0) - (old > 0)
 
-    def regrow(self, old: np.ndarray, new: np.ndarray) -> None:
-        """Buckets went from ``old[i]`` to ``new[i]`` entries: ``resize`` for a whole batch at once
-        (a bucket that grew by several entries moves bins once, from its first bin to its last)."""
-        self.entries += int((new - old).sum())
-        old_bins, new_bins = np.frexp(old)[1], np.frexp(new)[1]  # frexp's exponent is int.bit_length
-        moved = old_bins != new_bins
-        for bins, sign in ((old_bins[moved], -1), (new_bins[moved], 1)):
-            for b, count in zip(*np.unique(bins, return_counts=True), strict=True):
-                if b:
-                    self._bump(int(b), sign * int(count))
-        self.buckets += int(np.count_nonzero((old == 0) & (new > 0)) - np.count_nonzero((old > 0) & (new == 0)))
+    def grow(self, entries: int, buckets: int, bins: np.ndarray) -> None:
+        """A batch's change at once (``kernels.bucket_growth``): ``entries`` and ``buckets`` more, and
+        ``bins[b]`` more buckets in histogram bin b (bin 0, the empty ones, is not kept)."""
+        self.entries += entries
+        self.buckets += buckets
+        for b in np.flatnonzero(bins[1:]).tolist():
+            self._bump(b + 1, int(bins[b + 1]))
 
     def _bump(self, b: int, delta: int) -> None:
         count = self.histogram.get(b, 0) + delta
