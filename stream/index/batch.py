@@ -16,13 +16,13 @@ import operator
 from array import array as _array
 from collections import deque
 from collections.abc import Collection, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from stream.index import batch_keys
-from stream.index.kernels import bucket_growth, pairs_within, within_tables
+from stream.index.kernels import bucket_growth, pairs_within
 from stream.index.records import EXPIRY_NS, HANDLE_BLOCK, HANDLE_NS, META_NS, IndexHit, Record, doc_key
 from stream.index.store import KVStore, put_many
 from stream.index.table import (
@@ -50,8 +50,7 @@ def _answer_lists(n: int) -> list[list[IndexHit]]:
     runs when enough container objects are alive, and a young collection walks every young one.
     Made here, the n lists start the collection before the batch's lists of cold root buckets exist;
     made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
-    at 1M; docs/index.md, "Session 12"). The filter's buckets go to the compiled code as separate
-    arguments for the same reason: no tuple per document stays alive."""
+    at 1M; docs/index.md, "Session 12")."""
     return [[] for _ in range(n)]
 
 
@@ -79,7 +78,6 @@ class BatchCalls:
         _stats: StatsRecorder
         _limit: int
         _positions: np.ndarray
-        _sizes: np.ndarray
         _filter_masks: np.ndarray
         _filter_mask_list: list[int]
         _simhash_tables: frozenset[int]
@@ -245,28 +243,35 @@ class BatchCalls:
         answers: list[list[IndexHit]],
     ) -> np.ndarray:
         """``_filter_roots`` for a batch whose roots are all cached leaves, into ``answers``; returns
-        the buckets' sizes, (n, k + 1). The per-document loop runs in C (``map`` over the compiled
-        filter; the few documents with matches are filtered again for their positions, since the
-        calls share one output buffer), stamps and statistics per batch."""
+        the buckets' sizes, (n, k + 1), which the inserts need too.
+
+        One numpy pass for the whole batch: the buckets' arrays joined into one (``bytes.join`` reads
+        each through the buffer protocol, in C), each candidate compared with its query's masked
+        fingerprint. A compiled call per document cost ~1.6 us more at 1M, most of it numba's
+        argument dispatch (docs/index.md, "Session 12")."""
         cache = self.cache
         cache.clock += 1
         for column in columns:
             deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
         cache.hits += len(fps) * len(columns)
-        masks, k, n = self._filter_masks, self.k, len(fps)
-        queries = array.view(np.int64).tolist()
-        sizes = np.empty((n, len(columns)), dtype=np.int64)
-        packed = list(
-            map(within_tables, repeat(masks), queries, repeat(k), repeat(self._positions), repeat(sizes.ravel()),
-                range(n), *fps_columns)
-        )
-        self._stats.candidates["simhash"].add_many([p >> 32 for p in packed])
-        for i in [i for i, p in enumerate(packed) if p & 0xFFFFFFFF]:
-            count = packed[i] & 0xFFFFFFFF
-            out = self._room(count)
-            within_tables(masks, queries[i], k, out, self._sizes, 0, *[column[i] for column in fps_columns])
-            near = {columns[p >> 32][i].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}
-            answers[i] = self._hits(fps[i], near, set())
+        n, tables = len(fps), len(columns)
+        buckets = list(chain.from_iterable(zip(*fps_columns, strict=True)))  # document by document
+        lengths = np.fromiter(map(len, buckets), dtype=np.int64, count=n * tables)
+        candidates = np.frombuffer(b"".join(buckets), dtype=np.uint64)
+        queries = (array[:, None] & self._filter_masks[None, :]).ravel()  # as the entries keep them
+        near = np.flatnonzero(np.bitwise_count(candidates ^ np.repeat(queries, lengths)) <= self.k)
+        sizes = lengths.reshape(n, tables)
+        self._stats.candidates["simhash"].add_many(sizes.sum(axis=1).tolist())
+        if len(near):
+            ends = np.cumsum(lengths)
+            bucket_of = np.searchsorted(ends, near, side="right")  # (document, table) of each match
+            handles: dict[int, set[int]] = {}
+            starts = ends[bucket_of] - lengths[bucket_of]
+            for b, position in zip(bucket_of.tolist(), (near - starts).tolist(), strict=True):
+                i, t = divmod(b, tables)
+                handles.setdefault(i, set()).add(columns[t][i].handles[position])
+            for i, found in handles.items():
+                answers[i] = self._hits(fps[i], found, set())
         return sizes
 
     def _insert_new(

@@ -166,7 +166,6 @@ class BlockIndex(BatchCalls):
         self._roots_memo: tuple[int, int, list[Bucket] | None] | None = None
         self._limit = 1 << bits
         self._positions = np.empty(1024, dtype=np.int64)  # within()'s output, grown for big buckets
-        self._sizes = np.empty(k + 1, dtype=np.int64)  # within_tables' bucket sizes (unused by a query)
         write_ops = getattr(self._kv, "write_ops", None)
         self._write_puts: Callable[[list[tuple[bytes, bytes]]], None] = (
             write_ops if write_ops is not None else self._kv.write_batch
@@ -303,14 +302,14 @@ class BlockIndex(BatchCalls):
 
     def _filter_roots(self, fingerprint: int, found: list[Bucket]) -> list[IndexHit]:
         """Hits among the k + 1 cached, unsplit root buckets of ``fingerprint``: one compiled call."""
-        columns = [bucket.fps for bucket in found]
-        out, sizes = self._positions, self._sizes
+        columns = tuple([bucket.fps for bucket in found])
+        out = self._positions
         query = as_signed(fingerprint)
-        packed = within_tables(self._filter_masks, query, self.k, out, sizes, 0, *columns)
+        packed = within_tables(columns, self._filter_masks, query, self.k, out)
         count = packed & 0xFFFFFFFF
         if count > len(out):  # more matches than room (duplicates): again, with room
             out = self._room(count)
-            within_tables(self._filter_masks, query, self.k, out, sizes, 0, *columns)
+            within_tables(columns, self._filter_masks, query, self.k, out)
         self._stats.candidates["simhash"].add(packed >> 32)
         if not count:
             return []

@@ -50,26 +50,19 @@ def within(fps, query, k, out):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def within_tables(masks, fingerprint, k, out, sizes, row, *fps):  # type: ignore[no-untyped-def]
+def within_tables(fps, masks, fingerprint, k, out):  # type: ignore[no-untyped-def]
     """``within`` over one bucket per table: ``fps[t]`` is table t's bucket, compared with
     ``fingerprint & masks[t]`` (the bits its entries keep). Writes ``t << 32 | i`` per match to
     ``out`` while it has room and returns ``candidates << 32 | matches`` (one int: a returned tuple
-    costs more to box); more matches than ``len(out)``: call again with a bigger ``out``. Also
-    writes each bucket's size to ``sizes[row * len(fps) + t]``: a batch's inserts need them, and
-    here they cost no extra visit of the buckets. The buckets come as separate arguments, not a
-    tuple, so a batch calling this through ``map`` keeps no tuple per document alive (see
-    ``BatchCalls``, on the collector)."""
+    costs more to box); more matches than ``len(out)``: call again with a bigger ``out``."""
     f = np.uint64(fingerprint)
     count = 0
     total = 0
-    base = row * len(fps)
     for t in range(len(fps)):
         q = f & masks[t]
         column = fps[t]
-        size = len(column)
-        sizes[base + t] = size
-        total += size
-        for i in range(size):
+        total += len(column)
+        for i in range(len(column)):
             if _popcount(column[i] ^ q) <= k:
                 if count < len(out):
                     out[count] = (t << 32) | i
