@@ -99,7 +99,7 @@ def test_a_batch_cut_anywhere_and_redelivered_is_lossless() -> None:
     """``insert_many`` lays a batch's keys out by kind (all entries, then records, expiry keys, doc
     ids): cut its log after every record, recover, redeliver the batch: every query equals brute force."""
     rng = random.Random(3)
-    docs = list(make_set(9, K, 45, "none").items())
+    docs = list(make_set(9, K, 45, "uniform").items())
     head, batch = docs[:30], docs[30:42]
     store = ChangelogStore()
     index = BlockIndex(None, k=K, store=store)

@@ -159,9 +159,9 @@ class BatchCalls:
         for i in later:
             answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
         # the roots found for the queries still hold if all were cached leaves (nothing was loaded),
-        # and so do the sizes the filter saw
+        # and so do the sizes the filter saw (given exactly then)
         still = roots if roots is not None and roots.fps is not None else None
-        self._insert_new(fps, array, ids, id_keys, times, still, sizes if still is not None else None)
+        self._insert_new(fps, array, ids, id_keys, times, still, sizes)
         return answers
 
     def _fingerprint_batch(self, fingerprints: Sequence[int]) -> list[int]:
