@@ -195,9 +195,12 @@ class DedupApp:
         for (topic, partition), position in ledger.to_write().items():
             self._gather_store(partition).put(ledger_key(topic), encode_position(position))
         handle([e for e, k in zip(events, keep, strict=True) if k])
+        t1 = time.perf_counter()
         await self._flush(mark)
+        metrics.DELIVERY_WAIT.labels(stage).observe(time.perf_counter() - t1)
         ledger.delivered()
         metrics.BATCH_SECONDS.labels(stage).observe(time.perf_counter() - t0)
+        metrics.BATCH_EVENTS.labels(stage).observe(len(events))
 
     def _handle_documents(self, events: list[EventT]) -> None:
         self.pipeline.documents_batch([Record(e.key, e.value, _source(e)) for e in events])

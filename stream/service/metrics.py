@@ -19,6 +19,11 @@ HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (p
 REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents")
 BATCH_SECONDS = Histogram("dedup_batch_seconds", "Time to process one agent batch", ["agent"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+DELIVERY_WAIT = Histogram("dedup_batch_delivery_wait_seconds", "Part of a batch's time spent waiting for its "
+                          "output to be acknowledged", ["agent"],
+                          buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+BATCH_EVENTS = Histogram("dedup_batch_events", "Input events per agent batch (small batches mean per-message "
+                         "overhead dominates)", ["agent"], buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
 LATENCY = Histogram("dedup_verdict_latency_seconds", "Input record timestamp to verdict publish",
                     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 

@@ -338,12 +338,13 @@ class Pipeline:
     def warm_up(self) -> None:
         """Load at start-up what the first batch would otherwise wait for: the segmenter's dictionary
         (measured: the first fingerprint of a fresh process takes 0.6 s, later ones < 1 ms) and the
-        index's compiled kernels. Twice, so the second probe finds the first (the match path)."""
+        index's compiled kernels. Twice, so the second probe finds the first (the match path). The
+        text is long enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
         fingerprinter = self.documents.fingerprinter
         index = BlockIndex(None, k=self.probes.k, bands=self.probes.config.bands, store=MemoryStore())
         detector = Detector(index, threshold=self.probes.threshold)
         for n, doc_id in enumerate(("warm-up-1", "warm-up-2")):
-            doc = parse_document({"id": doc_id, "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。"})
+            doc = parse_document({"id": doc_id, "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 10})
             detector.probe(fingerprinter.fingerprint(doc), (float(n), doc_id))
 
     def documents_batch(self, records: Sequence[Record]) -> None:
