@@ -119,7 +119,8 @@ def test_a_batch_cut_anywhere_and_redelivered_is_lossless() -> None:
 
 
 def test_a_split_cut_short_keeps_every_entry_reachable() -> None:
-    """Cut inside a split's writes: children and marker present, the parent's entries half deleted."""
+    """Cut inside a split's writes (the top-level bucket's entries rewritten with whole payloads, then
+    the marker): before the marker the bucket is unsplit with payloads of both kinds, after it split."""
     docs = make_set(11, K, 60, "one_block")
     store = ChangelogStore()
     index = open_index(store)
@@ -132,13 +133,16 @@ def test_a_split_cut_short_keeps_every_entry_reachable() -> None:
         inserted[doc_id] = fp
         if index.stats().splits == splits:
             continue
-        deletes = [mark + i for i, (_, value) in enumerate(store.log[mark:]) if value is None]
-        assert deletes, "a split deletes the parent's entries"
-        recovered = open_index(replay(store.log[: deletes[len(deletes) // 2]]))
-        for query in inserted.values():
-            got = {hit.doc_id: hit.distance for hit in recovered.query(query)}
-            assert got == brute_force(inserted, query, K)
-        cuts_checked += 1
+        markers = [mark + i for i, (key, _) in enumerate(store.log[mark:]) if key.endswith(b"s")]
+        rewrites = [mark + i for i, (_, value) in enumerate(store.log[mark:])
+                    if value is not None and len(value) == 6]
+        assert markers and rewrites and rewrites[-1] < markers[0], "a split rewrites the entries, then marks"
+        for cut in (rewrites[len(rewrites) // 2], markers[0], markers[0] + 1):
+            recovered = open_index(replay(store.log[:cut]))
+            for query in inserted.values():
+                got = {hit.doc_id: hit.distance for hit in recovered.query(query)}
+                assert got == brute_force(inserted, query, K)
+            cuts_checked += 1
     assert cuts_checked > 0
 
 

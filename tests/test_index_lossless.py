@@ -198,10 +198,10 @@ def test_a_store_of_an_older_format_is_refused_with_a_clear_error(tmp_path: Path
     from stream.index import RocksStore
 
     store = RocksStore(str(tmp_path / "i"))
-    store.put(b"\xffconfig", json.dumps({"version": 3, "k": 3, "bits": 64, "bands": 0}).encode())
+    store.put(b"\xffconfig", json.dumps({"version": 4, "k": 3, "bits": 64, "bands": 0}).encode())
     store.close()
-    # format 3 entries keep a 4-byte filter, format 4 ones 3 bytes: reading one as the other is garbage
-    with pytest.raises(ValueError, match="format version 3, this code reads version 4"):
+    # format 4 keeps sub-bucket entries, format 5 rebuilds them: a format 4 split bucket would be empty
+    with pytest.raises(ValueError, match="format version 4, this code reads version 5"):
         BlockIndex(str(tmp_path / "i"), k=3)
 
 

@@ -54,31 +54,21 @@ def test_simhash_payload_round_trips_and_subblocks_are_lossless(fp: int, k: int,
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, MASK), st.sampled_from([1, 2, 3, 5]), st.data())
-def test_sub_bucket_entries_keep_bits_their_key_does_not_fix(fp: int, k: int, data: st.DataObject) -> None:
-    """In a split leaf an entry keeps the low FILTER_BITS bits of what the path leaves (format 4): its
-    payload decodes to the fingerprint masked by the leaf's mask, and the mask holds the block plus
-    FILTER_BITS bits none of which lies in a sub-block of the path (those the key fixes)."""
+def test_filter_and_whole_payloads_decode_side_by_side(fp: int, k: int, data: st.DataObject) -> None:
+    """Format 5: an unsplit bucket's entries keep a filter, a split one's the whole rest (its
+    sub-buckets are rebuilt from it). A split cut short by a crash leaves both kinds in one bucket:
+    ``decode`` reads either as the filter, ``decode_whole`` gives back the fingerprint itself."""
     scheme = SimhashBlocks(64, k, data.draw(st.integers(0, k)))
-    top, state, path, tail = scheme.top((fp, 0)), scheme.root_state((fp, 0)), (), b""
-    fixed = 0  # fingerprint bits fixed by the path's sub-keys
-    while scheme.groups(state) and data.draw(st.booleans()):
-        group = data.draw(st.integers(0, scheme.groups(state) - 1))
-        before = scheme._remaining(path)
-        value, state = scheme.child(state, group)
-        path, tail = (*path, group), tail + b"x" + bytes([group]) + value
-        fixed |= sum(1 << bit for bit in set(before) - set(scheme._remaining(path)))
-        payload = scheme.entry_payload(fp, (fp, 0), state, path)
-        assert payload == scheme.entry_payload(fp, (fp, 0), None, path)  # the state is derivable
-        mask = scheme.leaf_mask(path)
-        assert scheme.decode_at(top, path, [payload]).tolist() == [fp & mask]
-        block = scheme.block_mask << scheme.low
-        assert mask & fixed == 0 and mask & block == block
-        assert bin(mask & ~block).count("1") == min(scheme.FILTER_BITS, state[1])
-        assert len(payload) == (min(scheme.FILTER_BITS, state[1]) + 7) // 8
-        assert scheme.path_of(tail) == path  # from the sub-bucket's key (BucketTable._load)
-    assert scheme.decode_at(top, (), [scheme.entry_payload(fp, (fp, 0), None, ())]).tolist() == [
-        fp & scheme.filter_mask
-    ]
+    block = scheme.block_mask << scheme.low
+    other = data.draw(st.integers(0, MASK)) & ~block | (fp & block)  # same top-level bucket
+    top = scheme.top((fp, 0))
+    whole = scheme.whole_payload(fp, (fp, 0))
+    assert len(whole) == scheme.whole_len and scheme.source_of(top, whole) == (fp, 0)
+    assert scheme.decode_whole(top, [whole]).tolist() == [fp]
+    mixed = [scheme.payload(fp, (fp, 0)), scheme.whole_payload(other, (other, 0)), whole]
+    assert scheme.decode(top, mixed).tolist() == [fp & scheme.filter_mask, other & scheme.filter_mask,
+                                                  fp & scheme.filter_mask]
+    assert scheme.leaf_mask(()) == scheme.filter_mask and scheme.leaf_mask((0,)) == MASK
 
 
 def test_band_scheme_descends_by_extension_rows() -> None:

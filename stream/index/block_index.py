@@ -53,8 +53,9 @@ from stream.index.table import (
 MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 STATS_EVERY = 512  # mutations between stats checkpoints
 # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload; 4: the
-# filter keeps 24 bits (SimhashBlocks.FILTER_BITS)
-FORMAT_VERSION = 4
+# filter keeps 24 bits (SimhashBlocks.FILTER_BITS); 5: sub-buckets are not stored, a split bucket keeps
+# each entry once with its whole rest (table.py)
+FORMAT_VERSION = 5
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
@@ -570,14 +571,11 @@ class BlockIndex(BatchCalls):
         else:
             touched = self._probe(fingerprint, record.bands, tables)
             for table, leaves, source in touched:
-                scheme = table.scheme
-                payload = scheme.payload(fingerprint, source)
-                for leaf in leaves:
-                    if leaf.path:  # a sub-bucket: its entries keep other bits (SimhashBlocks.entry_payload)
-                        sub_payload = scheme.entry_payload(fingerprint, source, leaf.state, leaf.path)
-                        puts.append((leaf.key + entry_tail, sub_payload))
-                    else:
-                        puts.append((leaf.key + entry_tail, payload))
+                # one entry per table, at the top-level bucket; whole once it is split (table.py)
+                if leaves[0].path:
+                    puts.append((table.root_key(source) + entry_tail, table.scheme.whole_payload(fingerprint, source)))
+                else:
+                    puts.append((leaves[0].key + entry_tail, table.scheme.payload(fingerprint, source)))
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts += lookup_puts(hb, record.ts, id_key)
@@ -640,8 +638,9 @@ class BlockIndex(BatchCalls):
         if record is not None:
             for t in sorted(record.tables):
                 table = self.tables[t]
-                leaves = table.leaves(self._source(t, record.fingerprint, record.bands))
-                deletes.extend(leaf.key + ENTRY_TAG + raw_handle for leaf in leaves)
+                source = self._source(t, record.fingerprint, record.bands)
+                leaves = table.leaves(source)
+                deletes.append(table.root_key(source) + ENTRY_TAG + raw_handle)
                 touched.append((table, leaves))
             deletes += [key for key, _ in lookup_puts(raw_handle, record.ts, doc_key(record.doc_id))]
         deletes.append(HANDLE_NS + raw_handle)

@@ -71,6 +71,8 @@ class BlockScheme(Protocol):
     # Fingerprint bits that ``decode`` recovers (the others come back as 0); all ones if exact.
     filter_mask: int
     exact: bool  # the payload recovers the whole source (else a split fetches fingerprints)
+    whole_len: int  # bytes of ``whole_payload``
+    fingerprint_is_source: bool  # the source is (fingerprint, 0): a whole cached fingerprint gives it
 
     def top(self, source: Source) -> bytes: ...
 
@@ -84,50 +86,50 @@ class BlockScheme(Protocol):
         """Sub-key value bytes of ``group`` and the state below it."""
         ...
 
-    def payload(self, fingerprint: int, source: Source) -> bytes: ...
-
-    def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
-        """Fingerprints (uint64) of entries stored under top-level value ``top``."""
+    def payload(self, fingerprint: int, source: Source) -> bytes:
+        """What an entry of an unsplit top-level bucket keeps (maybe only a filter, see ``exact``)."""
         ...
 
-    def source_of(self, top: bytes, payload: bytes) -> Source: ...
+    def whole_payload(self, fingerprint: int, source: Source) -> bytes:
+        """What an entry of a split top-level bucket keeps: enough for the whole source, so that its
+        sub-buckets can be rebuilt from it (table.py keeps them in memory only)."""
+        ...
 
-    # The same per leaf: entries of a split leaf may keep other bits than the root's (SimhashBlocks).
-    def path_of(self, tail: bytes) -> tuple[int, ...]:
-        """The groups of the sub-bucket whose node key is the root key + ``tail``."""
+    def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        """Fingerprints (uint64, masked by ``filter_mask``) of entries stored under top-level value
+        ``top``; payloads may be of either kind (a split cut short by a crash leaves both)."""
+        ...
+
+    def decode_whole(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        """Whole fingerprints of entries with whole payloads."""
+        ...
+
+    def source_of(self, top: bytes, payload: bytes) -> Source:
+        """The source of an entry; whole only from a whole payload (or if ``exact``)."""
         ...
 
     def leaf_mask(self, path: tuple[int, ...]) -> int:
-        """Fingerprint bits that the cached entries of the leaf at ``path`` hold (``filter_mask`` at the root)."""
-        ...
-
-    def entry_payload(self, fingerprint: int, source: Source, state: State | None, path: tuple[int, ...]) -> bytes:
-        """``payload`` for the leaf at ``path`` (``state``: the descent state there; None at the root)."""
-        ...
-
-    def decode_at(self, top: bytes, path: tuple[int, ...], payloads: list[bytes]) -> np.ndarray:
-        """``decode`` for the leaf at ``path``: fingerprints masked by ``leaf_mask(path)``."""
+        """Fingerprint bits the cached entries of the leaf at ``path`` hold: ``filter_mask`` at the
+        root, everything below a split (those leaves are built from whole payloads)."""
         ...
 
 
 class SimhashBlocks:
     """Table ``block`` of the k + 1 pigeonhole block tables over ``bits``-bit fingerprints (see module doc).
 
-    Entries store a *filter*: the low ``FILTER_BITS`` bits of the fingerprint minus the table's own
-    block (3 bytes instead of 6 for 64/16; the block is in the key). In a sub-bucket after a split the
-    filter is the low ``FILTER_BITS`` bits of what remains once the sub-blocks of its path are removed
-    as well: bits the sub-key already fixes would filter nothing (a query that reaches the sub-bucket
-    shares them), so the filter stays 24 independent bits at every level. Distance on the known bits is a
-    lower bound of the true distance, so filtering by it drops no neighbour; the few survivors that
-    are not neighbours (random data: P(at most k of 24 bits differ) = 1.4e-4 per candidate at k = 3)
-    are dropped once the hit's record, fetched anyway for its doc id, gives the whole fingerprint.
-    24 bits rather than 32 (format 4): ~4.5 bytes per document less on disk (4 entries; zstd-packed
-    blocks lose more than the byte), for ~0.01 extra record reads per query at 1M uniform
-    (docs/index.md, "Disk bytes at 100k skewed").
+    An entry of an unsplit bucket stores a *filter*: the low ``FILTER_BITS`` bits of the fingerprint
+    minus the table's own block (3 bytes instead of 6 for 64/16; the block is in the key). Distance on
+    the known bits is a lower bound of the true distance, so filtering by it drops no neighbour; the
+    few survivors that are not neighbours (random data: P(at most k of 24 bits differ) = 1.4e-4 per
+    candidate at k = 3) are dropped once the hit's record, fetched anyway for its doc id, gives the
+    whole fingerprint. 24 bits rather than 32 (format 4): ~4.5 bytes per document less on disk
+    (docs/index.md, "Disk bytes at 100k skewed"). An entry of a split bucket stores the whole rest
+    (``whole_payload``, 6 bytes): its sub-buckets are rebuilt from it in memory (format 5, table.py).
     """
 
     kind = "simhash"
     FILTER_BITS = 24
+    fingerprint_is_source = True
 
     def __init__(self, bits: int, k: int, block: int) -> None:
         if not 0 <= k < bits or bits > 64:
@@ -140,10 +142,10 @@ class SimhashBlocks:
         self.exact = self.kept_bits == self.rest_bits
         self.kept_mask = (1 << self.kept_bits) - 1
         self.payload_len = (self.kept_bits + 7) // 8
+        self.whole_len = (self.rest_bits + 7) // 8
         self.block_mask = (1 << self.width) - 1
         self.filter_mask = self._restore(self.kept_mask, self.block_mask)
-        self._leaf_masks: dict[tuple[int, ...], int] = {(): self.filter_mask}
-        self._kept: dict[tuple[int, ...], tuple[int, ...]] = {}  # leaf path -> _kept_bits(path)
+        self._all_mask = (1 << bits) - 1
 
     def _restore(self, rest: int, block: int) -> int:
         """The fingerprint whose block is ``block`` and whose bits outside it are ``rest``."""
@@ -172,11 +174,27 @@ class SimhashBlocks:
         rest = ((fingerprint >> (low + self.width)) << low) | (fingerprint & ((1 << low) - 1))
         return (rest & self.kept_mask).to_bytes(self.payload_len, "big")
 
+    def whole_payload(self, fingerprint: int, source: Source) -> bytes:
+        low = self.low
+        rest = ((fingerprint >> (low + self.width)) << low) | (fingerprint & ((1 << low) - 1))
+        return rest.to_bytes(self.whole_len, "big")
+
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
-        """Fingerprints masked by ``filter_mask`` (the bits the payloads keep, plus the block)."""
+        size = self.payload_len
+        if size != self.whole_len and any(len(p) != size for p in payloads):
+            kept = self.kept_mask
+            payloads = [p if len(p) == size else (int.from_bytes(p, "big") & kept).to_bytes(size, "big")
+                        for p in payloads]
+        return self._restore_all(top, payloads, size)
+
+    def decode_whole(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        return self._restore_all(top, payloads, self.whole_len)
+
+    def _restore_all(self, top: bytes, payloads: list[bytes], size: int) -> np.ndarray:
+        """``_restore`` of each payload (``size`` bytes each), in numpy."""
         if not payloads:
             return np.zeros(0, dtype=U64)
-        pad = b"\x00" * (8 - self.payload_len)
+        pad = b"\x00" * (8 - size)
         rest = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
         low, width = self.low, self.width
         block = U64(int.from_bytes(top, "big") << low)
@@ -186,79 +204,10 @@ class SimhashBlocks:
         return ((rest >> U64(low)) << U64(low + width)) | block | below
 
     def source_of(self, top: bytes, payload: bytes) -> Source:
-        """The source of an entry; whole only if ``exact`` (else the caller fetches the fingerprint)."""
         return self._restore(int.from_bytes(payload, "big"), int.from_bytes(top, "big")), 0
 
-    # -- per leaf (a split sub-bucket keeps the low FILTER_BITS bits of what its path leaves) ------
-    # An exact scheme keeps the root's payload (the whole rest) at every level, as before.
-
-    def _remaining(self, path: tuple[int, ...]) -> tuple[int, ...]:
-        """The fingerprint bit of each bit of the descent state's value at ``path`` (bit 0 first)."""
-        positions = [i for i in range(self.bits) if not self.low <= i < self.low + self.width]
-        nbits = self.rest_bits
-        for group in path:
-            low, width = _group_layout(nbits, self.k + 1)[group]
-            del positions[low : low + width]
-            nbits -= width
-        return tuple(positions)
-
-    def _kept_bits(self, path: tuple[int, ...]) -> tuple[int, ...]:
-        """The fingerprint bits a leaf at ``path`` keeps: the low FILTER_BITS of ``_remaining``."""
-        kept = self._kept.get(path)
-        if kept is None:
-            kept = self._kept[path] = self._remaining(path)[: self.FILTER_BITS]
-        return kept
-
-    def path_of(self, tail: bytes) -> tuple[int, ...]:
-        path: list[int] = []
-        nbits, at = self.rest_bits, 0
-        while at < len(tail):  # tail: ("x" group(1) value(bytes of the sub-block's width))*
-            group = tail[at + 1]
-            width = _group_layout(nbits, self.k + 1)[group][1]
-            path.append(group)
-            nbits -= width
-            at += 2 + (width + 7) // 8
-        return tuple(path)
-
     def leaf_mask(self, path: tuple[int, ...]) -> int:
-        mask = self._leaf_masks.get(path)
-        if mask is None:
-            if self.exact:
-                mask = self.filter_mask
-            else:
-                mask = (self.block_mask << self.low) | sum(1 << bit for bit in self._kept_bits(path))
-            self._leaf_masks[path] = mask
-        return mask
-
-    def entry_payload(self, fingerprint: int, source: Source, state: State | None, path: tuple[int, ...]) -> bytes:
-        if not path or self.exact:
-            return self.payload(fingerprint, source)
-        if state is None:
-            state = self.root_state(source)
-            for group in path:
-                state = self.child(state, group)[1]
-        kept = min(self.FILTER_BITS, state[1])
-        return (state[0] & ((1 << kept) - 1)).to_bytes((kept + 7) // 8, "big")
-
-    def decode_at(self, top: bytes, path: tuple[int, ...], payloads: list[bytes]) -> np.ndarray:
-        if not path or self.exact:
-            return self.decode(top, payloads)
-        if not payloads:
-            return np.zeros(0, dtype=U64)
-        kept = self._kept_bits(path)
-        pad = b"\x00" * (8 - (len(kept) + 7) // 8)
-        stored = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
-        out = np.full(len(payloads), int.from_bytes(top, "big") << self.low, dtype=U64)
-        # Bit i of a payload is fingerprint bit kept[i]: move runs of consecutive bits at once.
-        start = 0
-        while start < len(kept):
-            end = start + 1
-            while end < len(kept) and kept[end] == kept[end - 1] + 1:
-                end += 1
-            run = (stored >> U64(start)) & U64((1 << (end - start)) - 1)
-            out |= run << U64(kept[start])
-            start = end
-        return out
+        return self._all_mask if path else self.filter_mask
 
 
 class LshBand:
@@ -268,9 +217,10 @@ class LshBand:
     top_len = 8
     ROWS = 4  # extension rows available for re-splitting (stream.fingerprint.bands.EXTENSION_ROWS)
     ROW_BITS = 16
-    payload_len = 16  # fingerprint (for .distance) + extension (for later splits)
+    payload_len = whole_len = 16  # fingerprint (for .distance) + extension (for later splits)
     filter_mask = (1 << 64) - 1
     exact = True
+    fingerprint_is_source = False  # the extension rows are in the payload only
 
     def top(self, source: Source) -> bytes:
         return source[0].to_bytes(8, "big")
@@ -297,14 +247,11 @@ class LshBand:
     def source_of(self, top: bytes, payload: bytes) -> Source:
         return int.from_bytes(top, "big"), int.from_bytes(payload[8:16], "big")
 
-    def path_of(self, tail: bytes) -> tuple[int, ...]:
-        return (0,) * (len(tail) // 4)  # each level: "x" group(1) row(2)
+    def whole_payload(self, fingerprint: int, source: Source) -> bytes:
+        return self.payload(fingerprint, source)
+
+    def decode_whole(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        return self.decode(top, payloads)
 
     def leaf_mask(self, path: tuple[int, ...]) -> int:
         return self.filter_mask
-
-    def entry_payload(self, fingerprint: int, source: Source, state: State | None, path: tuple[int, ...]) -> bytes:
-        return self.payload(fingerprint, source)
-
-    def decode_at(self, top: bytes, path: tuple[int, ...], payloads: list[bytes]) -> np.ndarray:
-        return self.decode(top, payloads)

@@ -5,20 +5,24 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
 
     node  := table(1) top(scheme.top_len)          top-level bucket
            | node b"x" group(1) value(var)          sub-bucket after a split (seed 002 §2.3)
-    node b"e" handle(5)  -> scheme payload          one key per entry (small writes: one changelog
-                                                    message per entry, never a whole bucket); in a
-                                                    sub-bucket the payload of its path
-                                                    (``scheme.entry_payload``)
-    node b"s"            -> b""                     split marker: the bucket's entries moved below it
+    top b"e" handle(5)   -> payload                 one key per entry (small writes: one changelog
+                                                    message per entry, never a whole bucket), always
+                                                    under the top-level bucket: ``scheme.payload``
+                                                    (a filter) while it is unsplit, the whole source
+                                                    (``scheme.whole_payload``) once it is split
+    node b"s"            -> b""                     split marker
 
-After a component the next byte is always a tag (e / s / x) and every component has a width fixed by
-the path, so keys of distinct nodes never collide. Entries live only in leaves; an entry of source S
-sits exactly in the leaves reached by descending S through the current split structure, so deleting
-a document needs no list of its keys: descending again finds them.
+Sub-buckets are not stored (format 5): a split top-level bucket keeps each entry once, and its
+sub-buckets (where each entry sits in k + 1 of them per level) are rebuilt in memory from those
+entries and the markers, by the one prefix scan that loads the bucket. Storing them had cost k + 1
+entries per document and level (Zipf 100k: 76 B/fp, 6.8 entries per document; docs/index.md). The
+cache therefore loads and evicts a split top-level bucket with all its sub-buckets, so a sub-bucket
+missing below a cached split bucket is empty. A document's entry is at its top-level bucket, so
+deleting it needs no list of its keys, and the descent finds it in the cached leaves.
 
 Reads go through ``BucketCache``: per leaf, packed fingerprints (masked to the bits the entries keep,
-``scheme.filter_mask``) and handles (``array('Q')``), bounded by an estimate of their memory, LRU; a
-miss is rebuilt from one prefix scan. Writes go to the store first and then update the cached leaf in
+``scheme.leaf_mask``) and handles (``array('Q')``), bounded by an estimate of their memory, LRU; a
+miss is rebuilt from one prefix scan. Writes go to the store first and then update the cached leaves in
 place. See docs/index.md for the measurements behind this layout.
 """
 
@@ -151,6 +155,8 @@ class BucketCache:
         # Top-level buckets known to be absent beyond the cache (None: unknown); outlives complete
         self.root_filter: RootFilter | None = None
         self.top_lens: dict[int, int] = {}  # table id -> length of its top-level keys (BucketTable, slots)
+        # top-level key -> the keys of its cached sub-buckets: they leave the cache with it (module doc)
+        self.subtrees: dict[bytes, set[bytes]] = {}
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -197,15 +203,24 @@ class BucketCache:
         bucket.used = self.clock
         return bucket
 
-    def put(self, key: bytes, bucket: Bucket) -> None:
+    def put(self, key: bytes, bucket: Bucket, evict: bool = True) -> None:
+        """Cache ``bucket``; ``evict=False`` defers eviction to ``settle`` (a subtree put at once)."""
         old = self.buckets.pop(key, None)
         if old is not None:
             self._entries -= len(old)
         self.buckets[key] = bucket
         self.clock += 1
         bucket.used = self.clock
+        top_len = self.top_lens.get(key[0]) if key else None
+        if top_len is not None and len(key) > top_len:
+            self.subtrees.setdefault(key[:top_len], set()).add(key)
         self._file(key, bucket)
         self._entries += len(bucket)
+        if evict:
+            self.settle()
+
+    def settle(self) -> None:
+        """Evict down to the bound if the cache is over it."""
         if self.size_bytes > self.max_bytes:
             self._evict()
 
@@ -219,6 +234,7 @@ class BucketCache:
     def clear(self) -> None:
         self.complete = False
         self.buckets.clear()
+        self.subtrees.clear()
         self._entries = 0
         for slots, states in zip(self.roots, self.root_states, strict=True):
             if slots is not None and states is not None:
@@ -242,13 +258,28 @@ class BucketCache:
             for cached in self.buckets:
                 if self.top_lens.get(cached[0]) == len(cached):
                     self.root_filter.add(cached)
-        for key, bucket in sorted(self.buckets.items(), key=lambda item: item[1].used):
-            if self.size_bytes <= target or len(self.buckets) <= 1:
+        top_lens = self.top_lens
+        by_age = sorted(self.buckets.items(), key=lambda item: item[1].used)
+        # never the newest top-level bucket: it is being used (a descent, or its subtree's rebuild)
+        newest = next((key for key, _ in reversed(by_age) if len(key) == top_lens.get(key[0], len(key))), None)
+        for key, _ in by_age:
+            if self.size_bytes <= target:
                 break
-            del self.buckets[key]
+            if key not in self.buckets or key == newest:
+                continue
+            top_len = top_lens.get(key[0], len(key))
+            if len(key) > top_len:
+                if key[:top_len] in self.buckets:
+                    continue  # goes with its top-level bucket (a descent stamps both)
+                nodes: tuple[bytes, ...] = (key,)  # left behind by an eviction during a descent
+            else:
+                nodes = (key, *self.subtrees.pop(key, ()))
+                self._file(key, None)
+            for node in nodes:
+                gone = self.buckets.pop(node, None)
+                if gone is not None:
+                    self._entries -= len(gone)
             self.complete = False
-            self._entries -= len(bucket)
-            self._file(key, None)
 
 
 @dataclass(frozen=True)
@@ -292,8 +323,8 @@ class Leaf:
         self.state = state  # None until needed (computing it costs; most leaves never split)
 
 
-# sub-bucket key -> (its new leaf, [(handle bytes, payload, masked fingerprint)])
-Children = dict[bytes, tuple[Leaf, list[tuple[bytes, bytes, int]]]]
+# sub-bucket key -> (its new leaf, [(handle, fingerprint masked by the leaf's mask)])
+Children = dict[bytes, tuple[Leaf, list[tuple[int, int]]]]
 # handles (HANDLE_LEN bytes each) -> their documents' whole fingerprints (None: no record)
 Resolver = Callable[[list[bytes]], list[int | None]]
 
@@ -333,40 +364,74 @@ class BucketTable:
 
     def bucket(self, key: bytes) -> Bucket:
         bucket = self.cache.get(key)
-        if bucket is None:
-            bucket = self._load(key)
-            self.cache.put(key, bucket)
-        return bucket
+        return bucket if bucket is not None else self._load(key)
 
     def _load(self, key: bytes) -> Bucket:
-        if self.cache.complete:  # nothing was ever evicted from an index that began empty
-            return Bucket()
-        roots = self.cache.root_filter
-        if roots is not None and len(key) == self._root_len:
-            absent = not roots.may_exist(key)
+        """The node ``key``, missing from the cache, put into it.
+
+        A sub-bucket is missing only if empty: the cache holds every sub-bucket of a split top-level
+        bucket that it holds (module doc). A top-level bucket is one prefix scan: its entries (tag e
+        sorts first), then the split markers, from which a split bucket's sub-buckets are rebuilt."""
+        cache = self.cache
+        empty = cache.complete or len(key) != self._root_len  # complete: nothing was ever evicted
+        roots = cache.root_filter
+        if not empty and roots is not None:
+            empty = not roots.may_exist(key)
             roots.add(key)  # it enters the cache now and may gain entries there
-            if absent:
-                return Bucket()
-        # One seek: under the node, entries (tag e) sort before the split marker (s) and children (x),
-        # and a split node has no entries, so the first non-entry key tells whether it is split.
-        bucket = Bucket()
+        if empty:
+            bucket = Bucket()
+            cache.put(key, bucket)
+            return bucket
+        handles = array("Q")
         payloads = []
-        handles = bucket.handles
+        split_nodes = set()
         entry_prefix = key + ENTRY_TAG
         for entry_key, payload in self.store.scan_prefix(key):
-            if not entry_key.startswith(entry_prefix):
-                if entry_key == key + SPLIT_TAG:
-                    # entries left beside the marker come from a split cut short by a crash: the
-                    # children already hold them (see _write_split)
-                    return Bucket(split=True)
-                break
-            handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
-            payloads.append(payload)
-        if payloads:
-            root_len = self._root_len
-            path = self.scheme.path_of(key[root_len:]) if len(key) > root_len else ()
-            bucket.fps = array("Q", self.scheme.decode_at(key[1:root_len], path, payloads).tobytes())
+            if entry_key.startswith(entry_prefix):
+                handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
+                payloads.append(payload)
+            else:
+                split_nodes.add(entry_key[: -len(SPLIT_TAG)])
+        if key not in split_nodes:
+            bucket = Bucket()
+            if payloads:
+                bucket.handles = handles
+                bucket.fps = array("Q", self.scheme.decode(key[1:], payloads).tobytes())
+            cache.put(key, bucket)
+            return bucket
+        bucket = Bucket(split=True)
+        cache.put(key, bucket)
+        self._rebuild(key, handles, payloads, split_nodes)
         return bucket
+
+    def _rebuild(self, root: bytes, handles: array, payloads: list[bytes], split_nodes: set[bytes]) -> None:
+        """Put the sub-buckets of the split top-level bucket ``root`` into the cache, from its entries."""
+        scheme, top = self.scheme, root[1:]
+        whole_len = scheme.whole_len
+        # an entry without a whole payload was left by a changelog prefix cut inside an insert whose
+        # redelivery took a new handle (every live entry was rewritten before the marker): unreachable
+        live = [i for i, payload in enumerate(payloads) if len(payload) == whole_len]
+        fps = scheme.decode_whole(top, [payloads[i] for i in live]).tolist()
+        nodes: dict[bytes, Bucket] = {node: Bucket(split=True) for node in split_nodes if node != root}
+        for i, fingerprint in zip(live, fps, strict=True):
+            source = scheme.source_of(top, payloads[i])
+            stack: list[tuple[bytes, State, tuple[int, ...]]] = [(root, scheme.root_state(source), ())]
+            while stack:
+                node, state, path = stack.pop()
+                if node in split_nodes:
+                    for group in range(scheme.groups(state)):
+                        value, child_state = scheme.child(state, group)
+                        stack.append((node + CHILD_TAG + bytes([group]) + value, child_state, (*path, group)))
+                    continue
+                leaf = nodes.get(node)
+                if leaf is None:
+                    leaf = nodes[node] = Bucket()
+                leaf.append(handles[i], fingerprint & scheme.leaf_mask(path))
+        cache = self.cache
+        for node, bucket in nodes.items():
+            if node not in cache.buckets:  # a cached node is current already (writes go through it)
+                cache.put(node, bucket, evict=False)
+        cache.settle()
 
     def leaves(self, source: Source) -> list[Leaf]:
         """Every leaf that ``source`` reaches (one if nothing is split; k + 1 per split SimHash level)."""
@@ -374,7 +439,6 @@ class BucketTable:
         bucket = self.cache.get(root)
         if bucket is None:
             bucket = self._load(root)
-            self.cache.put(root, bucket)
         if not bucket.split:  # the common case: one unsplit top-level bucket
             return [Leaf(root, bucket, (), None)]
         out: list[Leaf] = []
@@ -413,8 +477,8 @@ class BucketTable:
         groups = self.scheme.groups(state)
         if groups == 0:
             return 0
-        entry_keys, children = self._partition(leaf, groups)
-        size = len(entry_keys)
+        rewrites, orphans, children = self._partition(leaf, groups)
+        size = len(bucket.handles) - len(orphans)
         # Expected candidates after the split for a query drawn from the bucket's own entries.
         expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
         # One group (a band adding a row) must shrink something; k + 1 groups get the slack below.
@@ -423,7 +487,7 @@ class BucketTable:
             bucket.refused_at = size
             self.stats.refused[self.kind] += 1
             return 0
-        self._write_split(leaf, entry_keys, children)
+        self._write_split(leaf, rewrites, orphans, children)
         splits = 1
         for child_leaf, _ in children.values():
             splits += self.maybe_split(child_leaf, source)
@@ -435,61 +499,75 @@ class BucketTable:
             state = self.scheme.child(state, group)[1]
         return state
 
-    def _partition(self, leaf: Leaf, groups: int) -> tuple[list[bytes], Children]:
-        """Read the leaf's entries from the store and assign each to its sub-bucket in every group."""
-        scheme = self.scheme
-        top = leaf.key[1 : 1 + scheme.top_len]
-        children: Children = {}
-        entries = list(self.store.scan_prefix(leaf.key + ENTRY_TAG))
-        handles = [entry_key[-HANDLE_LEN:] for entry_key, _ in entries]
-        exact = scheme.exact
-        if exact:
-            # the payload keeps the whole source: the children keep it and its fingerprint as they are
-            fps = scheme.decode(top, [payload for _, payload in entries]).tolist()
-            sources: list[Source | None] = [scheme.source_of(top, payload) for _, payload in entries]
-        else:
-            if self.resolve is None:
-                raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
-            sources = [None if fp is None else (fp, 0) for fp in self.resolve(handles)]
-            fps = [0] * len(entries)  # unused: each child keeps other bits (entry_payload, leaf_mask)
-        for handle, source, payload, fingerprint in zip(handles, sources, (p for _, p in entries), fps, strict=True):
-            if source is None:
+    def _entries_of(self, leaf: Leaf) -> tuple[list[tuple[int, Source, int]], list[bytes]]:
+        """The leaf's entries as (handle, source, whole fingerprint), and the keys of entries without a
+        document record (to delete)."""
+        scheme, bucket = self.scheme, leaf.bucket
+        if leaf.path and scheme.fingerprint_is_source:
+            # below a split the cached fingerprints are whole (leaf_mask), and they are the source
+            return [(h, (fp, 0), fp) for h, fp in zip(bucket.handles, bucket.fps, strict=True)], []
+        root = leaf.key[: self._root_len]
+        scanned = list(self.store.scan_prefix(root + ENTRY_TAG))
+        if leaf.path:  # this leaf's entries among the split top-level bucket's (whole payloads)
+            wanted = set(bucket.handles)
+            scanned = [(key, payload) for key, payload in scanned
+                       if len(payload) == scheme.whole_len and int.from_bytes(key[-HANDLE_LEN:], "big") in wanted]
+        handles = [int.from_bytes(key[-HANDLE_LEN:], "big") for key, _ in scanned]
+        top = root[1:]
+        if scheme.exact or leaf.path:
+            fps = scheme.decode_whole(top, [payload for _, payload in scanned]).tolist()
+            sources = [scheme.source_of(top, payload) for _, payload in scanned]
+            return list(zip(handles, sources, fps, strict=True)), []
+        if self.resolve is None:
+            raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
+        entries, orphans = [], []
+        for (key, _), handle, whole in zip(scanned, handles, self.resolve([k[-HANDLE_LEN:] for k, _ in scanned]),
+                                           strict=True):
+            if whole is None:
                 # An entry without a document record: left by a changelog prefix cut inside an insert
                 # whose redelivery took a new handle. Nothing can reach it any more: drop it.
-                continue
+                orphans.append(key)
+            else:
+                entries.append((handle, (whole, 0), whole))
+        return entries, orphans
+
+    def _partition(self, leaf: Leaf, groups: int) -> tuple[list[tuple[bytes, bytes]], list[bytes], Children]:
+        """The leaf's entries assigned to their sub-bucket in every group, with what ``_write_split``
+        writes besides the marker: the whole payloads of a top-level split (unless its payloads are
+        whole already) and the orphan entries to delete."""
+        scheme = self.scheme
+        entries, orphans = self._entries_of(leaf)
+        rewrites = []
+        if not leaf.path and not scheme.exact:
+            entry_prefix = leaf.key + ENTRY_TAG
+            rewrites = [(entry_prefix + handle_bytes(handle), scheme.whole_payload(fingerprint, source))
+                        for handle, source, fingerprint in entries]
+        children: Children = {}
+        for handle, source, fingerprint in entries:
             state = self._state_at(source, leaf.path)
             for group in range(groups):
                 value, child_state = scheme.child(state, group)
                 child_key = leaf.key + CHILD_TAG + bytes([group]) + value
                 child = children.get(child_key)
                 if child is None:
-                    child = children[child_key] = (Leaf(child_key, Bucket(), (*leaf.path, group), child_state), [])
-                if exact:
-                    child[1].append((handle, payload, fingerprint))
-                else:
-                    path = child[0].path
-                    whole = source[0]
-                    child[1].append(
-                        (handle, scheme.entry_payload(whole, source, child_state, path), whole & scheme.leaf_mask(path))
-                    )
-        return [entry_key for entry_key, _ in entries], children
+                    path = (*leaf.path, group)
+                    child = children[child_key] = (Leaf(child_key, Bucket(), path, child_state), [])
+                child[1].append((handle, fingerprint & scheme.leaf_mask(child[0].path)))
+        return rewrites, orphans, children
 
-    def _write_split(self, leaf: Leaf, deletes: list[bytes], children: Children) -> None:
-        # Commit order (a changelog may replay a prefix): children, then the split marker, then the
-        # parent's entries go; any prefix still finds every entry in the parent or in the children.
-        puts = []
-        for child_key, (child_leaf, entries) in children.items():
-            for handle, payload, fingerprint in entries:
-                puts.append((child_key + ENTRY_TAG + handle, payload))
-                child_leaf.bucket.append(int.from_bytes(handle, "big"), fingerprint)
-        puts.append((leaf.key + SPLIT_TAG, b""))
-        self.store.write_batch(puts, deletes)
+    def _write_split(self, leaf: Leaf, rewrites: list[tuple[bytes, bytes]], orphans: list[bytes],
+                     children: Children) -> None:
+        # Commit order (a changelog may replay a prefix): the whole payloads, then the marker; any
+        # prefix without the marker is the unsplit bucket (decode reads either payload).
+        self.store.write_batch([*rewrites, (leaf.key + SPLIT_TAG, b"")], orphans)
         level = len(leaf.path)
-        self.stats.resize(self.kind, level, len(deletes), 0)
+        self.stats.resize(self.kind, level, len(leaf.bucket), 0)
         self.stats.splits[self.kind] += 1
         split_bucket = Bucket(split=True)
         self.cache.put(leaf.key, split_bucket)
         leaf.bucket = split_bucket
-        for child_key, (child_leaf, _) in children.items():
+        for child_key, (child_leaf, entries) in children.items():
+            for handle, fingerprint in entries:
+                child_leaf.bucket.append(handle, fingerprint)
             self.stats.resize(self.kind, level + 1, 0, len(child_leaf.bucket))
             self.cache.put(child_key, child_leaf.bucket)
