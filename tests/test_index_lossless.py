@@ -252,6 +252,29 @@ def test_tiny_cache_gives_the_same_answers() -> None:
     assert small.stats().cache_misses > 0
 
 
+@pytest.mark.parametrize("skew", ["one_block", "two_blocks"])
+def test_tiny_cache_stays_exact_while_splits_deal_and_evict_between_writes(skew: str) -> None:
+    """Inserts, deletes and queries interleaved under a cache that evicts split buckets with what
+    they dealt all the time: every answer equals brute force (a split node or sub-bucket left out of
+    a write would lose an entry)."""
+    docs = make_set(23, 3, 600, skew)
+    rng = random.Random(4)
+    small = BlockIndex(k=3, cache_bytes=6000, **FORCED)  # type: ignore[arg-type]
+    live: dict[str, int] = {}
+    for i, (doc, fp) in enumerate(docs.items()):
+        small.insert(fp, doc)
+        live[doc] = fp
+        if i % 7 == 3:
+            gone = rng.choice(sorted(live))
+            assert small.delete(gone)
+            del live[gone]
+        if i % 5 == 0:
+            query = flip(rng.choice(list(live.values())), rng.randrange(5), rng)
+            assert {h.doc_id: h.distance for h in small.query(query)} == brute_force(live, query, 3)
+    assert small.stats().splits > 0 and small.stats().cache_misses > 0
+    check(small, live, 3, rng)
+
+
 def test_more_matches_than_the_filter_buffer() -> None:
     """The compiled filter writes matches into a preallocated buffer (1024): a query matching more
     (here 4 tables x 1500 copies of one fingerprint) retries with room and still returns them all."""

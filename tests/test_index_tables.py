@@ -71,6 +71,72 @@ def test_filter_and_whole_payloads_decode_side_by_side(fp: int, k: int, data: st
     assert scheme.leaf_mask(()) == scheme.filter_mask and scheme.leaf_mask((0,)) == MASK
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, MASK), min_size=1, max_size=20), st.sampled_from([1, 2, 3, 5]), st.data())
+def test_child_values_deal_many_states_as_child_does_one(fps: list[int], k: int, data: st.DataObject) -> None:
+    """A split node deals its entries into sub-buckets with ``child_values`` (numpy, all entries at
+    once); it must give what ``child`` gives each state, at every level and for both kinds."""
+    import numpy as np
+
+    scheme = SimhashBlocks(64, k, data.draw(st.integers(0, k)))
+    top = scheme.top((fps[0], 0))
+    block = scheme.block_mask << scheme.low
+    fps = [fp & ~block | (fps[0] & block) for fp in fps]  # one top-level bucket
+    states = [scheme.root_state((fp, 0)) for fp in fps]
+    rests = scheme.root_rests(top, [scheme.whole_payload(fp, (fp, 0)) for fp in fps])
+    assert rests.tolist() == [rest for rest, _ in states]
+    while scheme.groups(states[0]):
+        group = data.draw(st.integers(0, scheme.groups(states[0]) - 1))
+        values, below = scheme.child_values(rests, states[0][1], group)
+        children = [scheme.child(state, group) for state in states]
+        assert values.tolist() == [int.from_bytes(value, "big") for value, _ in children]
+        assert below.tolist() == [rest for _, (rest, _) in children]
+        states, rests = [state for _, state in children], below
+    band = LshBand()
+    extensions = [fp & MASK for fp in fps]
+    band_rests = band.root_rests(b"", [band.payload(1, (7, ext)) for ext in extensions])
+    for level in range(band.ROWS):
+        values, below = band.child_values(band_rests, level, 0)
+        assert values.tolist() == [int.from_bytes(band.child((ext, level), 0)[0], "big") for ext in extensions]
+        assert np.array_equal(below, band_rests)
+
+
+def test_a_split_bucket_deals_only_the_sub_buckets_a_query_reaches(tmp_path: object) -> None:
+    """A split top-level bucket is loaded with its entries and deals a sub-bucket when a descent
+    reaches it: after reopening, one query caches the root and the k + 1 leaves it reaches (not the
+    thousands a split makes), answers exactly, and inserts and deletes below the split stay exact
+    for sub-buckets dealt later."""
+    from pathlib import Path
+
+    from stream.index.table import CHILD_TAG, SplitBucket
+
+    rng = random.Random(11)
+    hot = 0xBEEF << 48
+    docs = {f"d{i}": hot | rng.getrandbits(48) for i in range(3000)}
+    path = str(Path(str(tmp_path)) / "i")
+    index = BlockIndex(path, k=3, min_split=256)
+    for doc, fp in docs.items():
+        index.insert(fp, doc)
+    assert index.stats().splits >= 1
+    index.close()
+    reopened = BlockIndex(path, k=3, min_split=256)
+    query = next(iter(docs.values())) ^ 0b101  # two bits away from d0
+    found = {hit.doc_id: hit.distance for hit in reopened.query(query)}
+    assert found == {doc: (fp ^ query).bit_count() for doc, fp in docs.items() if (fp ^ query).bit_count() <= 3}
+    root = reopened.cache.buckets[b"\x00" + (0xBEEF).to_bytes(2, "big")]
+    assert isinstance(root, SplitBucket) and len(root) == len(docs)
+    sub_buckets = [key for key in reopened.cache.buckets if CHILD_TAG in key[3:4]]
+    assert 4 <= len(sub_buckets) <= 4 * 4  # the leaves reached (and a nested level at most)
+    # a new neighbour and a delete below the split, then sub-buckets dealt after them
+    reopened.insert(query ^ 1, "new")
+    assert reopened.delete("d0")
+    for probe in (query, query ^ (1 << 40), query ^ (1 << 20)):
+        expected = {doc for doc, fp in {**docs, "new": query ^ 1}.items()
+                    if doc != "d0" and (fp ^ probe).bit_count() <= 3}
+        assert {hit.doc_id for hit in reopened.query(probe)} == expected
+    reopened.close()
+
+
 def test_band_scheme_descends_by_extension_rows() -> None:
     band = LshBand()
     ext = 0x0004_0003_0002_0001

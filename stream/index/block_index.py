@@ -608,6 +608,8 @@ class BlockIndex(BatchCalls):
                     big.append((self.tables[t], Leaf(key, bucket, (), None), (fingerprint, 0)))
             grown = len(roots)
         for table, leaves, source in touched:
+            if leaves[0].path:  # below a split: its split nodes keep every entry of their subtree
+                table.added_below_split(source, handle, fingerprint)
             masked = fingerprint & table.filter_mask
             levels = stats.levels[table.kind]
             for leaf in leaves:
@@ -641,12 +643,12 @@ class BlockIndex(BatchCalls):
                 source = self._source(t, record.fingerprint, record.bands)
                 leaves = table.leaves(source)
                 deletes.append(table.root_key(source) + ENTRY_TAG + raw_handle)
-                touched.append((table, leaves))
+                touched.append((table, source, leaves))
             deletes += [key for key, _ in lookup_puts(raw_handle, record.ts, doc_key(record.doc_id))]
         deletes.append(HANDLE_NS + raw_handle)
         self._kv.write_batch((), deletes)
-        for table, leaves in touched:
-            table.removed(leaves, handle)
+        for table, source, leaves in touched:
+            table.removed(source, leaves, handle)
         if record is not None:
             self._stats.documents -= 1
         self._mutated()

@@ -108,6 +108,16 @@ class BlockScheme(Protocol):
         """The source of an entry; whole only from a whole payload (or if ``exact``)."""
         ...
 
+    def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        """``root_state(source_of(top, p))[0]`` of whole payloads, as uint64: what a split top-level
+        bucket keeps per entry to deal its entries into sub-buckets (table.py)."""
+        ...
+
+    def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """``child((rest, aux), group)`` of many states at once: the sub-key values (uint64) and the
+        rests below them."""
+        ...
+
     def leaf_mask(self, path: tuple[int, ...]) -> int:
         """Fingerprint bits the cached entries of the leaf at ``path`` hold: ``filter_mask`` at the
         root, everything below a split (those leaves are built from whole payloads)."""
@@ -206,6 +216,19 @@ class SimhashBlocks:
     def source_of(self, top: bytes, payload: bytes) -> Source:
         return self._restore(int.from_bytes(payload, "big"), int.from_bytes(top, "big")), 0
 
+    def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        # the whole payload is the rest (root_state removes the block, as whole_payload does)
+        if not payloads:
+            return np.zeros(0, dtype=U64)
+        pad = b"\x00" * (8 - self.whole_len)
+        return np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
+
+    def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+        low, width = _group_layout(aux, self.k + 1)[group]  # as child, on arrays
+        values = (rests >> U64(low)) & U64((1 << width) - 1)
+        below = ((rests >> U64(low + width)) << U64(low)) | (rests & U64((1 << low) - 1))
+        return values, below
+
     def leaf_mask(self, path: tuple[int, ...]) -> int:
         return self._all_mask if path else self.filter_mask
 
@@ -246,6 +269,14 @@ class LshBand:
 
     def source_of(self, top: bytes, payload: bytes) -> Source:
         return int.from_bytes(top, "big"), int.from_bytes(payload[8:16], "big")
+
+    def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
+        if not payloads:
+            return np.zeros(0, dtype=U64)
+        return np.frombuffer(b"".join(p[8:16] for p in payloads), dtype=">u8").astype(U64)
+
+    def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+        return (rests >> U64(self.ROW_BITS * aux)) & U64((1 << self.ROW_BITS) - 1), rests
 
     def whole_payload(self, fingerprint: int, source: Source) -> bytes:
         return self.payload(fingerprint, source)

@@ -13,12 +13,12 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
     node b"s"            -> b""                     split marker
 
 Sub-buckets are not stored (format 5): a split top-level bucket keeps each entry once, and its
-sub-buckets (where each entry sits in k + 1 of them per level) are rebuilt in memory from those
-entries and the markers, by the one prefix scan that loads the bucket. Storing them had cost k + 1
-entries per document and level (Zipf 100k: 76 B/fp, 6.8 entries per document; docs/index.md). The
-cache therefore loads and evicts a split top-level bucket with all its sub-buckets, so a sub-bucket
-missing below a cached split bucket is empty. A document's entry is at its top-level bucket, so
-deleting it needs no list of its keys, and the descent finds it in the cached leaves.
+sub-buckets (where each entry sits in k + 1 of them per level) live in memory only. Storing them had
+cost k + 1 entries per document and level (Zipf 100k: 76 B/fp, 6.8 entries per document;
+docs/index.md). In the cache a split node (``SplitBucket``) keeps every entry of its subtree and
+deals a sub-bucket from them when a descent first reaches it; the cache evicts a top-level bucket
+with everything dealt below it. A document's entry is at its top-level bucket, so deleting it needs
+no list of its keys, and the descent finds it in the leaves.
 
 Reads go through ``BucketCache``: per leaf, packed fingerprints (masked to the bits the entries keep,
 ``scheme.leaf_mask``) and handles (``array('Q')``), bounded by an estimate of their memory, LRU; a
@@ -48,7 +48,7 @@ def handle_bytes(handle: int) -> bytes:
 
 
 class Bucket:
-    """A cached node: either split (no entries of its own) or a leaf with its entries' fingerprints."""
+    """A cached leaf with its entries' handles and fingerprints (a split node is a ``SplitBucket``)."""
 
     __slots__ = ("fps", "handles", "refused_at", "split", "used")
 
@@ -75,6 +75,50 @@ class Bucket:
         del self.handles[i]
         del self.fps[i]
         return True
+
+
+class SplitBucket(Bucket):
+    """A cached split node. It keeps every entry of its subtree once (handle, whole fingerprint, and
+    the descent state's rest at this node, ``rests``) and deals them into a sub-bucket only when a
+    descent reaches it (``BucketTable._child``). A top-level one also knows the split nodes below it
+    (``markers``, from the store's split markers). Writes below a split keep every cached node's
+    arrays equal to the union of its subtree (``added_below_split``, ``removed``), so a sub-bucket
+    dealt later is right whichever of its siblings were dealt before.
+
+    Why not every sub-bucket at once: each entry sits in k + 1 sub-buckets per level, and a split of
+    a bucket of n entries makes up to (k + 1) x min(n, 2^12) mostly tiny sub-buckets (~360 bytes of
+    objects each): at Zipf 1M they did not fit the read cache, which then rebuilt and evicted
+    whole subtrees on every query (docs/index.md, "Session 14")."""
+
+    __slots__ = ("aux", "markers", "rests")
+
+    def __init__(self, aux: int = 0) -> None:
+        super().__init__(split=True)
+        self.rests = array("Q")
+        self.aux = aux  # the state's second part at this node (SimHash: bits left; band: rows used)
+        self.markers: set[bytes] | None = None
+
+    def add(self, handle: int, fingerprint: int, rest: int) -> None:
+        self.handles.append(handle)
+        self.fps.append(fingerprint)
+        self.rests.append(rest)
+
+    def remove(self, handle: int) -> bool:
+        try:
+            i = self.handles.index(handle)
+        except ValueError:
+            return False
+        del self.handles[i]
+        del self.fps[i]
+        del self.rests[i]
+        return True
+
+
+def _take(values: array, positions: np.ndarray) -> array:
+    """``values[positions]`` of an ``array('Q')`` as a new ``array('Q')``."""
+    if not len(values) or not len(positions):
+        return array("Q")
+    return array("Q", np.frombuffer(values, dtype=np.uint64)[positions].tobytes())
 
 
 class RootFilter:
@@ -231,6 +275,14 @@ class BucketCache:
             if delta > 0 and self.size_bytes > self.max_bytes:
                 self._evict()
 
+    def drop_subtree(self, root: bytes) -> None:
+        """Forget the nodes cached below top-level bucket ``root``, which is being loaded: any left
+        there (put while it was out of the cache) may have missed writes, and it deals them again."""
+        for node in self.subtrees.pop(root, ()):
+            gone = self.buckets.pop(node, None)
+            if gone is not None:
+                self._entries -= len(gone)
+
     def clear(self) -> None:
         self.complete = False
         self.buckets.clear()
@@ -354,6 +406,7 @@ class BucketTable:
         self.filter_mask = scheme.filter_mask
         self._prefix = bytes([table_id])
         self._root_len = cache.top_lens[table_id] = 1 + scheme.top_len
+        self._root_aux = scheme.root_state((0, 0))[1]  # the same for every source (bits or rows left)
 
     def routing_key(self, source: Source) -> bytes:
         return self._prefix + self.scheme.top(source)
@@ -367,13 +420,13 @@ class BucketTable:
         return bucket if bucket is not None else self._load(key)
 
     def _load(self, key: bytes) -> Bucket:
-        """The node ``key``, missing from the cache, put into it.
-
-        A sub-bucket is missing only if empty: the cache holds every sub-bucket of a split top-level
-        bucket that it holds (module doc). A top-level bucket is one prefix scan: its entries (tag e
-        sorts first), then the split markers, from which a split bucket's sub-buckets are rebuilt."""
+        """The top-level bucket ``key``, missing from the cache, put into it: one prefix scan, its
+        entries (tag e sorts first), then the split markers. A split one keeps its entries
+        (``SplitBucket``) and deals them into sub-buckets as descents reach them."""
+        assert len(key) == self._root_len, "sub-buckets come from their split parent (_child)"
         cache = self.cache
-        empty = cache.complete or len(key) != self._root_len  # complete: nothing was ever evicted
+        cache.drop_subtree(key)
+        empty = cache.complete  # complete: nothing was ever evicted
         roots = cache.root_filter
         if not empty and roots is not None:
             empty = not roots.may_exist(key)
@@ -392,76 +445,114 @@ class BucketTable:
                 payloads.append(payload)
             else:
                 split_nodes.add(entry_key[: -len(SPLIT_TAG)])
+        scheme, top = self.scheme, key[1:]
         if key not in split_nodes:
             bucket = Bucket()
             if payloads:
                 bucket.handles = handles
-                bucket.fps = array("Q", self.scheme.decode(key[1:], payloads).tobytes())
+                bucket.fps = array("Q", scheme.decode(top, payloads).tobytes())
             cache.put(key, bucket)
             return bucket
-        bucket = Bucket(split=True)
-        cache.put(key, bucket)
-        self._rebuild(key, handles, payloads, split_nodes)
-        return bucket
-
-    def _rebuild(self, root: bytes, handles: array, payloads: list[bytes], split_nodes: set[bytes]) -> None:
-        """Put the sub-buckets of the split top-level bucket ``root`` into the cache, from its entries."""
-        scheme, top = self.scheme, root[1:]
-        whole_len = scheme.whole_len
         # an entry without a whole payload was left by a changelog prefix cut inside an insert whose
         # redelivery took a new handle (every live entry was rewritten before the marker): unreachable
+        whole_len = scheme.whole_len
         live = [i for i, payload in enumerate(payloads) if len(payload) == whole_len]
-        fps = scheme.decode_whole(top, [payloads[i] for i in live]).tolist()
-        nodes: dict[bytes, Bucket] = {node: Bucket(split=True) for node in split_nodes if node != root}
-        for i, fingerprint in zip(live, fps, strict=True):
-            source = scheme.source_of(top, payloads[i])
-            stack: list[tuple[bytes, State, tuple[int, ...]]] = [(root, scheme.root_state(source), ())]
-            while stack:
-                node, state, path = stack.pop()
-                if node in split_nodes:
-                    for group in range(scheme.groups(state)):
-                        value, child_state = scheme.child(state, group)
-                        stack.append((node + CHILD_TAG + bytes([group]) + value, child_state, (*path, group)))
-                    continue
-                leaf = nodes.get(node)
-                if leaf is None:
-                    leaf = nodes[node] = Bucket()
-                leaf.append(handles[i], fingerprint & scheme.leaf_mask(path))
-        cache = self.cache
-        for node, bucket in nodes.items():
-            if node not in cache.buckets:  # a cached node is current already (writes go through it)
-                cache.put(node, bucket, evict=False)
-        cache.settle()
+        kept = [payloads[i] for i in live]
+        node = SplitBucket(self._root_aux)
+        node.handles = array("Q", [handles[i] for i in live])
+        node.fps = array("Q", scheme.decode_whole(top, kept).tobytes())
+        node.rests = array("Q", scheme.root_rests(top, kept).tobytes())
+        node.markers = split_nodes
+        cache.put(key, node)
+        return node
+
+    def _child(self, root: Bucket, parent: SplitBucket, group: int, value: bytes, key: bytes, aux: int) -> Bucket:
+        """The sub-bucket ``key`` (group ``group``, sub-key ``value``) of the cached split node
+        ``parent``, dealt from its entries and put into the cache: split if the top-level bucket
+        ``root`` has a marker for it, else a leaf (whole fingerprints, ``scheme.leaf_mask``)."""
+        rests = np.frombuffer(parent.rests, dtype=np.uint64) if len(parent.rests) else np.zeros(0, np.uint64)
+        values, below = self.scheme.child_values(rests, parent.aux, group)
+        del rests  # the view pins parent.rests, which inserts append to
+        positions = np.flatnonzero(values == np.uint64(int.from_bytes(value, "big")))
+        markers = root.markers if isinstance(root, SplitBucket) else None
+        child: Bucket
+        if markers is not None and key in markers:
+            node = SplitBucket(aux)
+            node.rests = array("Q", below[positions].tobytes())
+            child = node
+        else:
+            child = Bucket()
+        child.handles = _take(parent.handles, positions)
+        child.fps = _take(parent.fps, positions)
+        self.cache.put(key, child)
+        return child
 
     def leaves(self, source: Source) -> list[Leaf]:
         """Every leaf that ``source`` reaches (one if nothing is split; k + 1 per split SimHash level)."""
-        root = self._prefix + self.scheme.top(source)
-        bucket = self.cache.get(root)
-        if bucket is None:
-            bucket = self._load(root)
-        if not bucket.split:  # the common case: one unsplit top-level bucket
-            return [Leaf(root, bucket, (), None)]
+        root_key = self._prefix + self.scheme.top(source)
+        root = self.cache.get(root_key)
+        if root is None:
+            root = self._load(root_key)
+        if not root.split:  # the common case: one unsplit top-level bucket
+            return [Leaf(root_key, root, (), None)]
         out: list[Leaf] = []
-        stack: list[tuple[bytes, Bucket, tuple[int, ...], State]] = [(root, bucket, (), self.scheme.root_state(source))]
+        cache_get, scheme = self.cache.get, self.scheme
+        stack: list[tuple[bytes, Bucket, tuple[int, ...], State]] = [(root_key, root, (), scheme.root_state(source))]
         while stack:
             key, bucket, path, state = stack.pop()
             if not bucket.split:
                 out.append(Leaf(key, bucket, path, state))
                 continue
+            assert isinstance(bucket, SplitBucket)
+            for group in range(scheme.groups(state)):
+                value, child_state = scheme.child(state, group)
+                child_key = key + CHILD_TAG + bytes([group]) + value
+                child = cache_get(child_key)
+                if child is None:
+                    child = self._child(root, bucket, group, value, child_key, child_state[1])
+                stack.append((child_key, child, (*path, group), child_state))
+        return out
+
+    def split_nodes(self, source: Source) -> list[tuple[bytes, SplitBucket, State]]:
+        """The cached split nodes ``source`` passes through, with its state at each: an entry added
+        or removed below a split is added to or removed from each of them (those not cached are dealt
+        from their parent when needed, which has it)."""
+        buckets = self.cache.buckets
+        root_key = self._prefix + self.scheme.top(source)
+        root = buckets.get(root_key)
+        if not isinstance(root, SplitBucket):
+            return []
+        out = []
+        stack: list[tuple[bytes, SplitBucket, State]] = [(root_key, root, self.scheme.root_state(source))]
+        while stack:
+            key, node, state = stack.pop()
+            out.append((key, node, state))
             for group in range(self.scheme.groups(state)):
                 value, child_state = self.scheme.child(state, group)
-                child = key + CHILD_TAG + bytes([group]) + value
-                stack.append((child, self.bucket(child), (*path, group), child_state))
+                child_key = key + CHILD_TAG + bytes([group]) + value
+                child = buckets.get(child_key)
+                if isinstance(child, SplitBucket):
+                    stack.append((child_key, child, child_state))
         return out
+
+    def added_below_split(self, source: Source, handle: int, fingerprint: int) -> None:
+        """An entry was added to the leaves of a split top-level bucket: add it to its split nodes."""
+        for key, node, state in self.split_nodes(source):
+            node.add(handle, fingerprint, state[0])
+            self.cache.grew(key, 1)
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def removed(self, leaves: list[Leaf], handle: int) -> None:
+    def removed(self, source: Source, leaves: list[Leaf], handle: int) -> None:
         for leaf in leaves:
             size = len(leaf.bucket)
             if leaf.bucket.remove(handle):
                 self.cache.grew(leaf.key, -1)
                 self.stats.resize(self.kind, len(leaf.path), size, size - 1)
+        if leaves and leaves[0].path:
+            for key, node, _ in self.split_nodes(source):
+                if node.remove(handle):
+                    self.cache.grew(key, -1)
 
     def maybe_split(self, leaf: Leaf, source: Source) -> int:
         """Split ``leaf`` (and, recursively, its children) if the policy says so; returns splits made."""
@@ -473,11 +564,11 @@ class BucketTable:
             return 0
         if bucket.refused_at and size < 2 * bucket.refused_at:
             return 0
-        state = leaf.state if leaf.state is not None else self._state_at(source, leaf.path)
+        state = leaf.state = leaf.state if leaf.state is not None else self._state_at(source, leaf.path)
         groups = self.scheme.groups(state)
         if groups == 0:
             return 0
-        rewrites, orphans, children = self._partition(leaf, groups)
+        rewrites, orphans, children, node = self._partition(leaf, groups)
         size = len(bucket.handles) - len(orphans)
         # Expected candidates after the split for a query drawn from the bucket's own entries.
         expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
@@ -487,7 +578,7 @@ class BucketTable:
             bucket.refused_at = size
             self.stats.refused[self.kind] += 1
             return 0
-        self._write_split(leaf, rewrites, orphans, children)
+        self._write_split(leaf, rewrites, orphans, children, node)
         splits = 1
         for child_leaf, _ in children.values():
             splits += self.maybe_split(child_leaf, source)
@@ -531,10 +622,12 @@ class BucketTable:
                 entries.append((handle, (whole, 0), whole))
         return entries, orphans
 
-    def _partition(self, leaf: Leaf, groups: int) -> tuple[list[tuple[bytes, bytes]], list[bytes], Children]:
+    def _partition(
+        self, leaf: Leaf, groups: int
+    ) -> tuple[list[tuple[bytes, bytes]], list[bytes], Children, SplitBucket]:
         """The leaf's entries assigned to their sub-bucket in every group, with what ``_write_split``
-        writes besides the marker: the whole payloads of a top-level split (unless its payloads are
-        whole already) and the orphan entries to delete."""
+        writes besides the marker (the whole payloads of a top-level split, unless its payloads are
+        whole already, and the orphan entries to delete) and the split node that replaces the leaf."""
         scheme = self.scheme
         entries, orphans = self._entries_of(leaf)
         rewrites = []
@@ -542,9 +635,12 @@ class BucketTable:
             entry_prefix = leaf.key + ENTRY_TAG
             rewrites = [(entry_prefix + handle_bytes(handle), scheme.whole_payload(fingerprint, source))
                         for handle, source, fingerprint in entries]
+        node = SplitBucket(leaf.state[1] if leaf.state is not None else self._root_aux)
         children: Children = {}
         for handle, source, fingerprint in entries:
             state = self._state_at(source, leaf.path)
+            node.aux = state[1]
+            node.add(handle, fingerprint, state[0])
             for group in range(groups):
                 value, child_state = scheme.child(state, group)
                 child_key = leaf.key + CHILD_TAG + bytes([group]) + value
@@ -553,21 +649,28 @@ class BucketTable:
                     path = (*leaf.path, group)
                     child = children[child_key] = (Leaf(child_key, Bucket(), path, child_state), [])
                 child[1].append((handle, fingerprint & scheme.leaf_mask(child[0].path)))
-        return rewrites, orphans, children
+        return rewrites, orphans, children, node
 
     def _write_split(self, leaf: Leaf, rewrites: list[tuple[bytes, bytes]], orphans: list[bytes],
-                     children: Children) -> None:
+                     children: Children, node: SplitBucket) -> None:
         # Commit order (a changelog may replay a prefix): the whole payloads, then the marker; any
         # prefix without the marker is the unsplit bucket (decode reads either payload).
         self.store.write_batch([*rewrites, (leaf.key + SPLIT_TAG, b"")], orphans)
         level = len(leaf.path)
         self.stats.resize(self.kind, level, len(leaf.bucket), 0)
         self.stats.splits[self.kind] += 1
-        split_bucket = Bucket(split=True)
-        self.cache.put(leaf.key, split_bucket)
-        leaf.bucket = split_bucket
-        for child_key, (child_leaf, entries) in children.items():
+        root_key = leaf.key[: self._root_len]
+        root = node if not leaf.path else self.cache.buckets.get(root_key)
+        if isinstance(root, SplitBucket):
+            if root.markers is None:
+                root.markers = set()
+            root.markers.add(leaf.key)
+        # else: the top-level bucket left the cache; its next load reads the marker
+        self.cache.put(leaf.key, node)
+        leaf.bucket = node
+        # the children are filled for the statistics and the recursive splits, but not cached: a
+        # descent deals them from the node when it reaches them (SplitBucket)
+        for child_leaf, entries in children.values():
             for handle, fingerprint in entries:
                 child_leaf.bucket.append(handle, fingerprint)
             self.stats.resize(self.kind, level + 1, 0, len(child_leaf.bucket))
-            self.cache.put(child_key, child_leaf.bucket)
