@@ -137,6 +137,27 @@ def test_a_split_bucket_deals_only_the_sub_buckets_a_query_reaches(tmp_path: obj
     reopened.close()
 
 
+def test_a_full_cache_evicts_dealt_leaves_before_any_top_level_bucket() -> None:
+    """Dealt leaf sub-buckets are many, small and dealt again without I/O: a full cache drops them
+    (oldest dealt first) and keeps every top-level bucket, even ones no query has used since, and
+    the answers stay exact."""
+    rng = random.Random(12)
+    hot = 0xBEEF << 48
+    docs = {f"d{i}": (hot | rng.getrandbits(48)) if i % 2 else rng.getrandbits(64) for i in range(4000)}
+    index = BlockIndex(k=3, min_split=256)
+    for doc, fp in docs.items():
+        index.insert(fp, doc)
+    cache = index.cache
+    roots_before = {key for key in cache.buckets if len(key) == 3}
+    cache.max_bytes = cache.size_bytes + 20_000  # room for ~50 more dealt leaves
+    for _ in range(300):  # each query below the hot block deals k + 1 leaves it has not seen
+        probe = hot | rng.getrandbits(48)
+        expected = {doc for doc, fp in docs.items() if (fp ^ probe).bit_count() <= 3}
+        assert {hit.doc_id for hit in index.query(probe)} == expected
+    assert cache.size_bytes <= cache.max_bytes
+    assert roots_before <= {key for key in cache.buckets if len(key) == 3}
+
+
 def test_band_scheme_descends_by_extension_rows() -> None:
     band = LshBand()
     ext = 0x0004_0003_0002_0001

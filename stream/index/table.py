@@ -16,9 +16,10 @@ Sub-buckets are not stored (format 5): a split top-level bucket keeps each entry
 sub-buckets (where each entry sits in k + 1 of them per level) live in memory only. Storing them had
 cost k + 1 entries per document and level (Zipf 100k: 76 B/fp, 6.8 entries per document;
 docs/index.md). In the cache a split node (``SplitBucket``) keeps every entry of its subtree and
-deals a sub-bucket from them when a descent first reaches it; the cache evicts a top-level bucket
-with everything dealt below it. A document's entry is at its top-level bucket, so deleting it needs
-no list of its keys, and the descent finds it in the leaves.
+deals a sub-bucket from them when a descent reaches it; the cache evicts a leaf sub-bucket on its
+own (it is dealt again) and a split node only with its top-level bucket. A document's entry is at
+its top-level bucket, so deleting it needs no list of its keys, and the descent finds it in the
+leaves.
 
 Reads go through ``BucketCache``: per leaf, packed fingerprints (masked to the bits the entries keep,
 ``scheme.leaf_mask``) and handles (``array('Q')``), bounded by an estimate of their memory, LRU; a
@@ -29,6 +30,7 @@ place. See docs/index.md for the measurements behind this layout.
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -175,6 +177,11 @@ class BucketCache:
     writes in a 262k-entry table, all cache misses), as much as the lookup itself. Eviction sorts by
     the stamps and drops down to ``EVICT_TO`` of the bound at once, so its cost is amortized.
 
+    Leaf sub-buckets dealt from a cached split node go first, oldest dealt first (``dealt``), with no
+    sort: they are many and small (Zipf 1M: ~450k cached buckets, most of them dealt leaves of 1-10
+    entries), are dealt again from their parent without I/O, and a sort over every bucket at each
+    eviction took a quarter of the build (docs/index.md, "Session 15").
+
     ``slots(table, top_len)`` also files a table's top-level buckets in a list indexed by block value
     (tables whose top block fits in 2 bytes): the index's common query reads its k + 1 roots by list
     index instead of building keys and hashing them (docs/index.md, "Third round").
@@ -201,6 +208,8 @@ class BucketCache:
         self.top_lens: dict[int, int] = {}  # table id -> length of its top-level keys (BucketTable, slots)
         # top-level key -> the keys of its cached sub-buckets: they leave the cache with it (module doc)
         self.subtrees: dict[bytes, set[bytes]] = {}
+        # keys of dealt leaf sub-buckets, oldest first; stale keys (split or gone since) are skipped
+        self.dealt: deque[bytes] = deque()
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -247,8 +256,13 @@ class BucketCache:
         bucket.used = self.clock
         return bucket
 
-    def put(self, key: bytes, bucket: Bucket, evict: bool = True) -> None:
-        """Cache ``bucket``; ``evict=False`` defers eviction to ``settle`` (a subtree put at once)."""
+    def put(self, key: bytes, bucket: Bucket, evict: bool = True, dealt: bool = False) -> None:
+        """Cache ``bucket``; ``evict=False`` defers eviction to ``settle`` (a subtree put at once);
+        ``dealt``: a leaf sub-bucket dealt from its split parent (evicted first, see the class doc)."""
+        if dealt:
+            self.dealt.append(key)
+            if len(self.dealt) > 2 * len(self.buckets) + 1024:  # bound the stale keys
+                self.dealt = deque(k for k in self.dealt if k in self.buckets)
         old = self.buckets.pop(key, None)
         if old is not None:
             self._entries -= len(old)
@@ -287,6 +301,7 @@ class BucketCache:
         self.complete = False
         self.buckets.clear()
         self.subtrees.clear()
+        self.dealt.clear()
         self._entries = 0
         for slots, states in zip(self.roots, self.root_states, strict=True):
             if slots is not None and states is not None:
@@ -305,25 +320,42 @@ class BucketCache:
 
     def _evict(self) -> None:
         target = self.max_bytes * self.EVICT_TO
+        top_lens = self.top_lens
+        dealt = self.dealt
+        while dealt and self.size_bytes > target:
+            key = dealt.popleft()
+            bucket = self.buckets.get(key)
+            if bucket is None or bucket.split:
+                continue  # gone with its top-level bucket, or split since it was dealt
+            del self.buckets[key]
+            self._entries -= len(bucket)
+            subtree = self.subtrees.get(key[: top_lens[key[0]]])
+            if subtree is not None:
+                subtree.discard(key)
+        if self.size_bytes <= target:
+            return  # the cache still holds every top-level bucket it held
         if self.complete and self.root_filter is not None:
             # while complete, misses skipped the filter: it learns every cached root now, once
             for cached in self.buckets:
                 if self.top_lens.get(cached[0]) == len(cached):
                     self.root_filter.add(cached)
-        top_lens = self.top_lens
         by_age = sorted(self.buckets.items(), key=lambda item: item[1].used)
         # never the newest top-level bucket: it is being used (a descent, or its subtree's rebuild)
         newest = next((key for key, _ in reversed(by_age) if len(key) == top_lens.get(key[0], len(key))), None)
-        for key, _ in by_age:
+        for key, bucket in by_age:
             if self.size_bytes <= target:
                 break
             if key not in self.buckets or key == newest:
                 continue
             top_len = top_lens.get(key[0], len(key))
             if len(key) > top_len:
-                if key[:top_len] in self.buckets:
-                    continue  # goes with its top-level bucket (a descent stamps both)
-                nodes: tuple[bytes, ...] = (key,)  # left behind by an eviction during a descent
+                root = key[:top_len]
+                if root in self.buckets:
+                    if bucket.split:
+                        continue  # a split node goes with its top-level bucket: writes walk them
+                    # a leaf below a cached split: its parent keeps its entries and deals it again
+                    self.subtrees[root].discard(key)
+                nodes: tuple[bytes, ...] = (key,)
             else:
                 nodes = (key, *self.subtrees.pop(key, ()))
                 self._file(key, None)
@@ -484,7 +516,7 @@ class BucketTable:
             child = Bucket()
         child.handles = _take(parent.handles, positions)
         child.fps = _take(parent.fps, positions)
-        self.cache.put(key, child)
+        self.cache.put(key, child, dealt=not child.split)
         return child
 
     def leaves(self, source: Source) -> list[Leaf]:
