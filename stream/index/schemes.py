@@ -92,7 +92,7 @@ class BlockScheme(Protocol):
 
     def whole_payload(self, fingerprint: int, source: Source) -> bytes:
         """What an entry of a split top-level bucket keeps: enough for the whole source, so that its
-        sub-buckets can be rebuilt from it (table.py keeps them in memory only)."""
+        sub-buckets can be dealt from it (table.py keeps them in memory only)."""
         ...
 
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
@@ -134,7 +134,7 @@ class SimhashBlocks:
     candidate at k = 3) are dropped once the hit's record, fetched anyway for its doc id, gives the
     whole fingerprint. 24 bits rather than 32 (format 4): ~4.5 bytes per document less on disk
     (docs/index.md, "Disk bytes at 100k skewed"). An entry of a split bucket stores the whole rest
-    (``whole_payload``, 6 bytes): its sub-buckets are rebuilt from it in memory (format 5, table.py).
+    (``whole_payload``, 6 bytes): its sub-buckets are dealt from it in memory (format 5, table.py).
     """
 
     kind = "simhash"

@@ -23,7 +23,7 @@ leaves.
 
 Reads go through ``BucketCache``: per leaf, packed fingerprints (masked to the bits the entries keep,
 ``scheme.leaf_mask``) and handles (``array('Q')``), bounded by an estimate of their memory, LRU; a
-miss is rebuilt from one prefix scan. Writes go to the store first and then update the cached leaves in
+top-level miss is loaded by one prefix scan. Writes go to the store first and then update the cached leaves in
 place. See docs/index.md for the measurements behind this layout.
 """
 
@@ -74,9 +74,12 @@ class Bucket:
             i = self.handles.index(handle)
         except ValueError:
             return False
+        self._delete_at(i)
+        return True
+
+    def _delete_at(self, i: int) -> None:
         del self.handles[i]
         del self.fps[i]
-        return True
 
 
 class SplitBucket(Bucket):
@@ -105,15 +108,9 @@ class SplitBucket(Bucket):
         self.fps.append(fingerprint)
         self.rests.append(rest)
 
-    def remove(self, handle: int) -> bool:
-        try:
-            i = self.handles.index(handle)
-        except ValueError:
-            return False
-        del self.handles[i]
-        del self.fps[i]
+    def _delete_at(self, i: int) -> None:
+        super()._delete_at(i)
         del self.rests[i]
-        return True
 
 
 def _take(values: array, positions: np.ndarray) -> array:
@@ -340,7 +337,7 @@ class BucketCache:
                 if self.top_lens.get(cached[0]) == len(cached):
                     self.root_filter.add(cached)
         by_age = sorted(self.buckets.items(), key=lambda item: item[1].used)
-        # never the newest top-level bucket: it is being used (a descent, or its subtree's rebuild)
+        # never the newest top-level bucket: it is being used (a descent, or a load)
         newest = next((key for key, _ in reversed(by_age) if len(key) == top_lens.get(key[0], len(key))), None)
         for key, bucket in by_age:
             if self.size_bytes <= target:
