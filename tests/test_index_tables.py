@@ -101,6 +101,28 @@ def test_child_values_deal_many_states_as_child_does_one(fps: list[int], k: int,
         assert np.array_equal(below, band_rests)
 
 
+def test_a_split_node_values_its_entries_as_child_does_after_adds_and_removes() -> None:
+    """A split node keeps each group's sub-key values and values entries added since on the next
+    deal; a removal moves positions, so the values are computed again."""
+    from stream.index.table import SplitBucket
+
+    rng = random.Random(13)
+    scheme = SimhashBlocks(64, 3, 0)
+    node = SplitBucket(scheme.root_state((0, 0))[1])
+
+    def expected(group: int) -> list[int]:
+        return [int.from_bytes(scheme.child((rest, node.aux), group)[0], "big") for rest in node.rests]
+
+    for round_ in range(4):
+        for _ in range(50):
+            fp = rng.getrandbits(64)
+            node.add(len(node) + 1000 * round_, fp, scheme.root_state((fp, 0))[0])
+        for group in range(scheme.groups((0, node.aux))):
+            assert node.group_values(scheme, group).tolist() == expected(group)
+        assert node.remove(node.handles[rng.randrange(len(node))])
+        assert node.group_values(scheme, 1).tolist() == expected(1)
+
+
 def test_a_split_bucket_deals_only_the_sub_buckets_a_query_reaches(tmp_path: object) -> None:
     """A split top-level bucket is loaded with its entries and deals a sub-bucket when a descent
     reaches it: after reopening, one query caches the root and the k + 1 leaves it reaches (not the
@@ -140,7 +162,7 @@ def test_a_split_bucket_deals_only_the_sub_buckets_a_query_reaches(tmp_path: obj
 def test_a_full_cache_evicts_dealt_leaves_before_any_top_level_bucket() -> None:
     """Dealt leaf sub-buckets are many, small and dealt again without I/O: a full cache drops them
     (oldest dealt first) and keeps every top-level bucket, even ones no query has used since, and
-    the answers stay exact."""
+    the answers stay exact, for entries added below the split since too."""
     rng = random.Random(12)
     hot = 0xBEEF << 48
     docs = {f"d{i}": (hot | rng.getrandbits(48)) if i % 2 else rng.getrandbits(64) for i in range(4000)}
@@ -150,12 +172,40 @@ def test_a_full_cache_evicts_dealt_leaves_before_any_top_level_bucket() -> None:
     cache = index.cache
     roots_before = {key for key in cache.buckets if len(key) == 3}
     cache.max_bytes = cache.size_bytes + 20_000  # room for ~50 more dealt leaves
-    for _ in range(300):  # each query below the hot block deals k + 1 leaves it has not seen
-        probe = hot | rng.getrandbits(48)
-        expected = {doc for doc, fp in docs.items() if (fp ^ probe).bit_count() <= 3}
-        assert {hit.doc_id for hit in index.query(probe)} == expected
+    added: list[int] = []
+    for i in range(300):  # each query below the hot block deals k + 1 leaves it has not seen
+        # documents added below the split, found again after their leaves were evicted and dealt anew
+        added.append(hot | rng.getrandbits(48))
+        docs[f"new{i}"] = added[-1]
+        index.insert(added[-1], f"new{i}")
+        for probe in (hot | rng.getrandbits(48), added[i // 2] ^ 0b11 << (i % 40)):
+            expected = {doc for doc, fp in docs.items() if (fp ^ probe).bit_count() <= 3}
+            assert {hit.doc_id for hit in index.query(probe)} == expected
     assert cache.size_bytes <= cache.max_bytes
     assert roots_before <= {key for key in cache.buckets if len(key) == 3}
+
+
+def test_a_refused_split_is_remembered_when_its_bucket_is_evicted_and_dealt_again() -> None:
+    """A leaf whose split was refused (here: copies of one fingerprint, which no split separates)
+    is not checked again until it doubles, also after the cache dropped it and dealt it anew: the
+    check walks every entry, and at Zipf 1M re-dealt leaves re-ran it on every insert."""
+    rng = random.Random(14)
+    hot = 0xBEEF << 48
+    index = BlockIndex(k=3, min_split=64)
+    for i in range(3000):  # a split hot bucket among many small ones
+        index.insert(hot | rng.getrandbits(48) if i % 4 == 0 else rng.getrandbits(64), f"d{i}")
+    copy = hot | rng.getrandbits(48)
+    for i in range(100):
+        index.insert(copy, f"copy{i}")
+    refused = index.stats().kinds["simhash"].refused_splits
+    assert refused >= 1
+    index.cache.max_bytes = 1  # the next put evicts everything: loaded and dealt again from the store
+    index.insert(copy, "copy100")
+    index.cache.max_bytes = 1 << 30
+    for i in range(101, 120):
+        index.insert(copy, f"copy{i}")
+    assert index.stats().kinds["simhash"].refused_splits == refused
+    assert {hit.doc_id for hit in index.query(copy)} >= {f"copy{i}" for i in range(120)}
 
 
 def test_band_scheme_descends_by_extension_rows() -> None:

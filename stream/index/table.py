@@ -95,13 +95,17 @@ class SplitBucket(Bucket):
     objects each): at Zipf 1M they did not fit the read cache, which then rebuilt and evicted
     whole subtrees on every query (docs/index.md, "Session 14")."""
 
-    __slots__ = ("aux", "markers", "rests")
+    __slots__ = ("aux", "markers", "rests", "values")
 
     def __init__(self, aux: int = 0) -> None:
         super().__init__(split=True)
         self.rests = array("Q")
         self.aux = aux  # the state's second part at this node (SimHash: bits left; band: rows used)
         self.markers: set[bytes] | None = None
+        # per group: (buffer, count): the sub-key value of each of the first count entries (new ones
+        # are valued when the next deal needs them, into a buffer that doubles): a deal compares one
+        # small array instead of recomputing every entry's value (docs/index.md, "Sessions 14-15")
+        self.values: dict[int, tuple[np.ndarray, int]] = {}
 
     def add(self, handle: int, fingerprint: int, rest: int) -> None:
         self.handles.append(handle)
@@ -111,6 +115,28 @@ class SplitBucket(Bucket):
     def _delete_at(self, i: int) -> None:
         super()._delete_at(i)
         del self.rests[i]
+        self.values.clear()  # positions moved
+
+    def group_values(self, scheme: BlockScheme, group: int) -> np.ndarray:
+        """Every entry's sub-key value in ``group`` (uint16 when they fit), valuing new entries."""
+        buffer, done = self.values.get(group, (_NO_VALUES, 0))
+        n = len(self.rests)
+        if done < n:
+            rests = np.frombuffer(self.rests, dtype=np.uint64)[done:n]
+            new = scheme.child_values(rests, self.aux, group)[0]
+            del rests  # the view pins self.rests, which inserts append to
+            narrow = buffer.dtype == np.uint16 and not (new >> np.uint64(16)).any()
+            dtype = np.uint16 if narrow else np.uint64
+            if len(buffer) < n or buffer.dtype != dtype:
+                grown = np.empty(max(2 * n, 64), dtype=dtype)
+                grown[:done] = buffer[:done]
+                buffer = grown
+            buffer[done:n] = new
+            self.values[group] = (buffer, n)
+        return buffer[:n]
+
+
+_NO_VALUES = np.zeros(0, dtype=np.uint16)  # read only: any value makes a new buffer
 
 
 def _take(values: array, positions: np.ndarray) -> array:
@@ -207,6 +233,9 @@ class BucketCache:
         self.subtrees: dict[bytes, set[bytes]] = {}
         # keys of dealt leaf sub-buckets, oldest first; stale keys (split or gone since) are skipped
         self.dealt: deque[bytes] = deque()
+        # node key -> size at which its split was refused (Bucket.refused_at): outlives the bucket's
+        # eviction, or every bucket dealt or loaded again would re-run the policy's O(n) check
+        self.refused: dict[bytes, int] = {}
         self._entries = 0
         self.hits = 0
         self.misses = 0
@@ -299,6 +328,7 @@ class BucketCache:
         self.buckets.clear()
         self.subtrees.clear()
         self.dealt.clear()
+        self.refused.clear()
         self._entries = 0
         for slots, states in zip(self.roots, self.root_states, strict=True):
             if slots is not None and states is not None:
@@ -480,6 +510,7 @@ class BucketTable:
             if payloads:
                 bucket.handles = handles
                 bucket.fps = array("Q", scheme.decode(top, payloads).tobytes())
+                bucket.refused_at = cache.refused.get(key, 0)
             cache.put(key, bucket)
             return bucket
         # an entry without a whole payload was left by a changelog prefix cut inside an insert whose
@@ -499,20 +530,20 @@ class BucketTable:
         """The sub-bucket ``key`` (group ``group``, sub-key ``value``) of the cached split node
         ``parent``, dealt from its entries and put into the cache: split if the top-level bucket
         ``root`` has a marker for it, else a leaf (whole fingerprints, ``scheme.leaf_mask``)."""
-        rests = np.frombuffer(parent.rests, dtype=np.uint64) if len(parent.rests) else np.zeros(0, np.uint64)
-        values, below = self.scheme.child_values(rests, parent.aux, group)
-        del rests  # the view pins parent.rests, which inserts append to
-        positions = np.flatnonzero(values == np.uint64(int.from_bytes(value, "big")))
+        positions = np.flatnonzero(parent.group_values(self.scheme, group) == int.from_bytes(value, "big"))
         markers = root.markers if isinstance(root, SplitBucket) else None
         child: Bucket
         if markers is not None and key in markers:
             node = SplitBucket(aux)
-            node.rests = array("Q", below[positions].tobytes())
+            rests = _take(parent.rests, positions)
+            below = self.scheme.child_values(np.frombuffer(rests, dtype=np.uint64), parent.aux, group)[1]
+            node.rests = array("Q", below.tobytes())
             child = node
         else:
             child = Bucket()
         child.handles = _take(parent.handles, positions)
         child.fps = _take(parent.fps, positions)
+        child.refused_at = self.cache.refused.get(key, 0)
         self.cache.put(key, child, dealt=not child.split)
         return child
 
@@ -604,7 +635,7 @@ class BucketTable:
         # One group (a band adding a row) must shrink something; k + 1 groups get the slack below.
         limit = (1.0 + 1.0 / groups) * size if groups > 1 else size - 1
         if expected > limit:
-            bucket.refused_at = size
+            bucket.refused_at = self.cache.refused[leaf.key] = size
             self.stats.refused[self.kind] += 1
             return 0
         self._write_split(leaf, rewrites, orphans, children, node)
