@@ -45,6 +45,11 @@ ENTRY_TAG, SPLIT_TAG, CHILD_TAG = b"e", b"s", b"x"
 ROOT_ABSENT, ROOT_LEAF, ROOT_SPLIT = 0, 1, 2  # BucketCache.root_states: not cached, a leaf, split
 
 
+def sub_key(node: bytes, group: int, value: bytes) -> bytes:
+    """The key of ``node``'s sub-bucket ``value`` in ``group`` (the key layout above)."""
+    return node + CHILD_TAG + bytes([group]) + value
+
+
 def handle_bytes(handle: int) -> bytes:
     return handle.to_bytes(HANDLE_LEN, "big")
 
@@ -319,9 +324,19 @@ class BucketCache:
         """Forget the nodes cached below top-level bucket ``root``, which is being loaded: any left
         there (put while it was out of the cache) may have missed writes, and it deals them again."""
         for node in self.subtrees.pop(root, ()):
-            gone = self.buckets.pop(node, None)
-            if gone is not None:
-                self._entries -= len(gone)
+            self._forget(node)
+
+    def _forget(self, key: bytes) -> None:
+        gone = self.buckets.pop(key, None)
+        if gone is not None:
+            self._entries -= len(gone)
+
+    def _forget_dealt(self, key: bytes, root: bytes) -> None:
+        """Drop a dealt leaf below the cached split ``root``: its parent deals it again when needed."""
+        self._forget(key)
+        subtree = self.subtrees.get(root)
+        if subtree is not None:
+            subtree.discard(key)
 
     def clear(self) -> None:
         self.complete = False
@@ -354,11 +369,7 @@ class BucketCache:
             bucket = self.buckets.get(key)
             if bucket is None or bucket.split:
                 continue  # gone with its top-level bucket, or split since it was dealt
-            del self.buckets[key]
-            self._entries -= len(bucket)
-            subtree = self.subtrees.get(key[: top_lens[key[0]]])
-            if subtree is not None:
-                subtree.discard(key)
+            self._forget_dealt(key, key[: top_lens[key[0]]])
         if self.size_bytes <= target:
             return  # the cache still holds every top-level bucket it held
         if self.complete and self.root_filter is not None:
@@ -377,19 +388,13 @@ class BucketCache:
             top_len = top_lens.get(key[0], len(key))
             if len(key) > top_len:
                 root = key[:top_len]
-                if root in self.buckets:
-                    if bucket.split:
-                        continue  # a split node goes with its top-level bucket: writes walk them
-                    # a leaf below a cached split: its parent keeps its entries and deals it again
-                    self.subtrees[root].discard(key)
-                nodes: tuple[bytes, ...] = (key,)
+                if bucket.split and root in self.buckets:
+                    continue  # a split node goes with its top-level bucket: writes walk them
+                self._forget_dealt(key, root)  # or left behind by an eviction during a descent
             else:
-                nodes = (key, *self.subtrees.pop(key, ()))
+                self._forget(key)
                 self._file(key, None)
-            for node in nodes:
-                gone = self.buckets.pop(node, None)
-                if gone is not None:
-                    self._entries -= len(gone)
+                self.drop_subtree(key)
             self.complete = False
 
 
@@ -566,7 +571,7 @@ class BucketTable:
             assert isinstance(bucket, SplitBucket)
             for group in range(scheme.groups(state)):
                 value, child_state = scheme.child(state, group)
-                child_key = key + CHILD_TAG + bytes([group]) + value
+                child_key = sub_key(key, group, value)
                 child = cache_get(child_key)
                 if child is None:
                     child = self._child(root, bucket, group, value, child_key, child_state[1])
@@ -589,7 +594,7 @@ class BucketTable:
             out.append((key, node, state))
             for group in range(self.scheme.groups(state)):
                 value, child_state = self.scheme.child(state, group)
-                child_key = key + CHILD_TAG + bytes([group]) + value
+                child_key = sub_key(key, group, value)
                 child = buckets.get(child_key)
                 if isinstance(child, SplitBucket):
                     stack.append((child_key, child, child_state))
@@ -695,15 +700,15 @@ class BucketTable:
             entry_prefix = leaf.key + ENTRY_TAG
             rewrites = [(entry_prefix + handle_bytes(handle), scheme.whole_payload(fingerprint, source))
                         for handle, source, fingerprint in entries]
-        node = SplitBucket(leaf.state[1] if leaf.state is not None else self._root_aux)
+        assert leaf.state is not None, "maybe_split sets it"
+        node = SplitBucket(leaf.state[1])
         children: Children = {}
         for handle, source, fingerprint in entries:
             state = self._state_at(source, leaf.path)
-            node.aux = state[1]
             node.add(handle, fingerprint, state[0])
             for group in range(groups):
                 value, child_state = scheme.child(state, group)
-                child_key = leaf.key + CHILD_TAG + bytes([group]) + value
+                child_key = sub_key(leaf.key, group, value)
                 child = children.get(child_key)
                 if child is None:
                     path = (*leaf.path, group)
