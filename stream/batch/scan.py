@@ -64,7 +64,8 @@ def _progress_lines(path: str, lines: Iterator[tuple[int, bytes]], total: int | 
               help="Verified similarity at or above which two documents are near-duplicates.")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False), default=None,
               help="Keep the index in this directory between runs (incremental processing).")
-@click.option("--segmenter", default="jieba", show_default=True, help="jieba | rjieba | jieba_fast | auto")
+@click.option("--segmenter", type=click.Choice(["auto", "rjieba", "jieba"]), default="auto", show_default=True,
+              help="Word segmenter; all give the same tokens (auto: rjieba, else jieba).")
 @click.option("--simhash-features", type=click.Choice(SIMHASH_FEATURES), default=FingerprintConfig.simhash_features,
               show_default=True)
 @click.option("--weighting", default=FingerprintConfig.weighting, show_default=True,

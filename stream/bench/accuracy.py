@@ -224,7 +224,7 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
 @click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,seed004+pos,binary,shingles", show_default=True,
               help="SimHash-only variants to compare ('' for none).")
 @click.option("--no-peers", is_flag=True, help="Skip the simhash and datasketch peers.")
-@click.option("--segmenter", default="jieba", show_default=True)
+@click.option("--segmenter", type=click.Choice(["auto", "rjieba", "jieba"]), default="auto", show_default=True)
 @click.option("--short-text-chars", type=int, default=FingerprintConfig.short_text_chars, show_default=True,
               help="Texts up to this many characters are also verified on character 3-grams.")
 @click.option("--sketch-bytes", type=int, default=FingerprintConfig.sketch_bytes, show_default=True)

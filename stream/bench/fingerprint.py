@@ -78,12 +78,6 @@ def raw_segmenters() -> dict[str, Callable[[str], Any]]:
         import rjieba
 
         out["rjieba"] = lambda s: rjieba.cut(s, hmm=False)
-    if importlib.util.find_spec("jieba_fast"):
-        import jieba_fast
-
-        jieba_fast.setLogLevel(60)
-        jieba_fast.initialize()
-        out["jieba_fast"] = lambda s: jieba_fast.lcut(s, HMM=False)
     return out
 
 

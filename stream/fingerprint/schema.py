@@ -2,7 +2,7 @@
 
 Every setting that changes a fingerprint is part of the schema. An index directory remembers the
 schema it was built with and refuses a different one (mixing would silently compare apples with
-oranges). Segmenter backends that give identical tokens (jieba, rjieba, jieba_fast with HMM off)
+oranges). Segmenter backends that give identical tokens (jieba and rjieba with HMM off)
 share a token class, so switching between them keeps fingerprints and the schema compatible;
 the backend's name is still recorded.
 """
@@ -22,7 +22,7 @@ SIMHASH_FEATURES = ("words", "shingles")
 
 @dataclass(frozen=True)
 class FingerprintConfig:
-    segmenter: str = "jieba"  # jieba | rjieba | jieba_fast | auto: same tokens (HMM off)
+    segmenter: str = "auto"  # auto (rjieba, else jieba) | rjieba | jieba: same tokens (HMM off)
     simhash_features: str = "words"  # words: segmented + weighted (seeds 002/004); shingles: binary
     weighting: str = "tf"  # see stream.text.weights.WEIGHTINGS (tf measured best: README "Accuracy")
     pos_tags: bool = False  # seed004 with jieba part-of-speech tags (cut_pos: ~15% slower than cut)

@@ -36,6 +36,8 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
+log = logging.getLogger("dedup.text")
+
 # Settings that determine the tokens; recorded in the fingerprint schema. Every backend produces
 # the same tokens for these settings, so the string does not name the backend.
 SETTINGS = "jieba-precise;hmm=off;dict=jieba-default;han-runs+regex-words;v1"
@@ -174,10 +176,9 @@ def split_runs(text: str) -> tuple[list[str], list[bool]]:
 _LATIN_LETTER = re.compile(r"[a-z]", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
-BACKENDS = ("jieba", "rjieba", "jieba_fast")
-# "auto" candidates, fastest first: only backends measured token-identical to jieba (jieba_fast is not:
-# its C route breaks probability ties the other way, e.g. 修修修 -> 修|修修 instead of 修修|修).
-AUTO_ORDER = ("rjieba", "jieba")
+BACKENDS = ("jieba", "rjieba")
+# jieba_fast is not offered: its C route breaks probability ties the other way (修修修 -> 修|修修
+# instead of 修修|修; 9 of 21,682 corpus documents differ), and it has no wheels (needs a compiler).
 
 
 class Segmenter(Protocol):
@@ -306,43 +307,6 @@ class JiebaSegmenter(_RunSegmenter):
         return [(w, tags.get(w, "x")) for w in self._cut_han(run)]
 
 
-class JiebaFastSegmenter(JiebaSegmenter):
-    """``jieba_fast``: jieba with the DAG and route computed in C (2-2.5x faster than jieba).
-
-    NOT token-identical: where two routes have exactly the same probability (reduplications such as
-    修修修, 一一一) its C code keeps the other route than jieba's ``max``; 9 of 21,682 corpus documents
-    differ (docs/text.md). Its ``settings`` therefore differ from the other backends'.
-    """
-
-    name = "jieba_fast"
-    settings = SETTINGS + ";route-ties=jieba_fast"
-
-    def _load(self) -> Callable[[str], list[str]]:
-        with _jieba_lock:
-            if self._route is None:
-                import jieba_fast
-
-                _quiet_jieba(jieba_fast)
-                tokenizer = jieba_fast.dt
-                tokenizer.check_initialized()
-                functions = jieba_fast._jieba_fast_functions
-                dag_and_calc = functions._get_DAG_and_calc
-                freq, total = tokenizer.FREQ, float(tokenizer.total)
-
-                def route(run: str) -> list[str]:
-                    ends: list[int] = []
-                    dag_and_calc(freq, run, ends, total)
-                    words, x, n = [], 0, len(run)
-                    while x < n:
-                        y = ends[x] + 1
-                        words.append(run[x:y])
-                        x = y
-                    return words
-
-                self._route = route
-        return self._route
-
-
 class RjiebaSegmenter(_RunSegmenter):
     """``rjieba``: Python binding of jieba-rs (Rust), same dict.txt and DAG; ~20x faster than jieba."""
 
@@ -417,7 +381,6 @@ class RjiebaSegmenter(_RunSegmenter):
 
 _FACTORIES: dict[str, Callable[[], _RunSegmenter]] = {
     "jieba": JiebaSegmenter,
-    "jieba_fast": JiebaFastSegmenter,
     "rjieba": RjiebaSegmenter,
 }
 
@@ -430,22 +393,26 @@ def available_backends() -> list[str]:
 
 
 @cache
-def get_segmenter(name: str = "jieba") -> Segmenter:
-    """A shared segmenter: ``jieba`` (default), ``rjieba``, ``jieba_fast``, or ``auto``.
+def get_segmenter(name: str = "auto") -> Segmenter:
+    """A shared segmenter: ``auto`` (default), ``rjieba`` or ``jieba``.
 
-    ``auto`` picks the fastest installed backend; all backends give jieba's tokens (checked by the
-    tests on fixtures and in docs/text.md on the corpora), so ``auto`` never changes fingerprints.
-    Raises ImportError naming the package when an explicitly requested backend is not installed.
+    Both backends give jieba's tokens (checked by the tests on fixtures and in docs/text.md on the
+    corpora), so the choice never changes fingerprints. ``auto`` is rjieba, a required dependency with
+    wheels for the common platforms; where it cannot be imported, ``auto`` falls back to jieba (same
+    tokens, ~20x slower) with a one-line warning. An explicitly requested backend that is not
+    installed raises ImportError naming the package.
     """
     if name == "auto":
-        installed = available_backends()
-        name = next(b for b in AUTO_ORDER if b in installed or b == "jieba")
+        if "rjieba" in available_backends():
+            name = "rjieba"
+        else:
+            log.warning("rjieba is not installed (no wheel for this platform?): segmenting with jieba, "
+                        "same tokens, ~20x slower")
+            name = "jieba"
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown segmenter {name!r}; choose one of {(*BACKENDS, 'auto')}")
     try:
         return factory()
     except ImportError as exc:
-        raise ImportError(
-            f"segmenter {name!r} needs the {name} package (pip install 'stream-dedup[fast]')"
-        ) from exc
+        raise ImportError(f"segmenter {name!r} needs the {name} package (pip install {name})") from exc
