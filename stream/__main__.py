@@ -1,5 +1,5 @@
 """``python -m stream ...`` is ``dedup ...`` (for environments without the console script on PATH)."""
 
-from stream.cli import main
+from stream.cli import run
 
-main(prog_name="dedup")
+run()

@@ -1,15 +1,21 @@
 """The ``dedup`` command line: one thin entry point; each subcommand lives beside the layer it drives.
 
 Subcommands are loaded lazily (``module:attribute``) so that ``dedup scan`` never pays for importing
-Faust, and so each layer owns its own command.
+Faust, and so each layer owns its own command. ``run`` turns every error into one line on standard
+error and an exit code (``stream.errors``); ``--debug`` or ``DEDUP_DEBUG=1`` adds the traceback.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import os
+import sys
+import traceback
+from typing import Any, NoReturn
 
 import click
+
+from stream.errors import EXIT_BROKER, EXIT_INTERNAL, EXIT_USAGE, DedupError
 
 # name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -50,12 +56,53 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+_debug = {"on": os.environ.get("DEDUP_DEBUG", "") not in ("", "0")}
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Exit codes: 0 done; 1 done, some input rejected (each reported); 2 usage error; "
+                    "3 settings or state; 4 broker unreachable or records not delivered; 70 internal error; "
+                    "75 worker stopped on a fault, restart it.")
 @click.version_option(package_name="stream-dedup")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Print the traceback of an error (also DEDUP_DEBUG=1).")
+def main(debug: bool) -> None:
     """Near-duplicate detection for document streams (SimHash + MinHash LSH, Kafka)."""
+    if debug:
+        _debug["on"] = True
 
 
 @main.group(cls=LazyGroup, lazy=BENCH_COMMANDS)
 def bench() -> None:
     """Benchmarks: print figures and save JSON + PNG under bench-results/."""
+
+
+def describe_error(exc: BaseException) -> tuple[int, str]:
+    """The exit code and one-line message for an error that reached the command line."""
+    if isinstance(exc, DedupError):
+        return exc.exit_code, str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return EXIT_USAGE, f"{exc.filename}: {exc.strerror or exc}"
+    kafka_error = type(exc).__name__ == "KafkaException"
+    if kafka_error:
+        return EXIT_BROKER, f"Kafka: {exc}"
+    return EXIT_INTERNAL, (f"internal error: {type(exc).__name__}: {exc} (a bug: please report it with the "
+                           "output of --debug)")
+
+
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The ``dedup`` console script: click's own handling for usage errors, one line for the rest."""
+    try:
+        code = main.main(args=argv, prog_name="dedup", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if _debug["on"]:
+            traceback.print_exc()
+        code, message = describe_error(exc)
+        click.echo(f"dedup: error: {message}", err=True)
+        sys.exit(code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,6 +1,8 @@
 """`dedup scan` end to end on the bundled fixture corpus: known duplicates are found."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,16 @@ def truth_pairs() -> set[frozenset[str]]:
     return {frozenset((p["a"], p["b"])) for p in map(json.loads, lines)}
 
 
-def run_scan(*args: str) -> tuple[list[dict], str]:
+def run_scan(*args: str, exit_code: int = 0) -> tuple[list[dict], str]:
     result = CliRunner().invoke(main, ["scan", *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     verdicts = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     return verdicts, result.stderr
+
+
+def dedup(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed command line as a user runs it (exit code, one-line errors)."""
+    return subprocess.run([sys.executable, "-m", "stream", *args], capture_output=True, text=True, timeout=120)
 
 
 def found_pairs(verdicts: list[dict]) -> set[frozenset[str]]:
@@ -48,13 +55,14 @@ def test_bad_lines_are_reported_and_skipped(tmp_path: Path) -> None:
                    "{oops\n"
                    '{"text": "no id"}\n'
                    '{"id": "b", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。"}\n', encoding="utf-8")
-    verdicts, err = run_scan(str(src))
+    errors = tmp_path / "errors.jsonl"
+    verdicts, err = run_scan(str(src), "--errors", str(errors), exit_code=1)  # 1: some lines rejected
     assert [v["id"] for v in verdicts] == ["a", "b"]
     assert verdicts[1]["verdict"] == "duplicate" and verdicts[1]["canonical"] == "a"
-    reports = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    assert [r["line"] for r in reports] == [2, 3]
-    assert "'id'" in reports[1]["error"]
-    assert "errors 2" in err
+    assert "line 2: not valid JSON" in err and "line 3: missing 'id'" in err
+    reports = [json.loads(line) for line in errors.read_text().splitlines()]
+    assert [(r["line"], r["code"]) for r in reports] == [(2, "not_json"), (3, "bad_id")]
+    assert "rejected 2" in err
 
 
 def test_state_carries_over_between_runs(tmp_path: Path) -> None:
@@ -66,8 +74,8 @@ def test_state_carries_over_between_runs(tmp_path: Path) -> None:
     v1, _ = run_scan(str(first), "--state", state)
     v2, _ = run_scan(str(second), "--state", state)
     assert found_pairs(v1 + v2) == truth_pairs()  # pairs across the two runs are found too
-    result = CliRunner().invoke(main, ["scan", str(second), "--state", state, "--bands", "8"])
-    assert result.exit_code != 0 and "schema" in result.output
+    result = dedup("scan", str(second), "--state", state, "--bands", "8")
+    assert result.returncode == 3 and "schema" in result.stderr and "Traceback" not in result.stderr
     # a state directory of an older index format is refused with a message, not a traceback
     from stream.index import RocksStore
 
@@ -75,9 +83,8 @@ def test_state_carries_over_between_runs(tmp_path: Path) -> None:
     config = json.loads(index.get(b"\xffconfig") or b"{}")
     index.put(b"\xffconfig", json.dumps({**config, "version": 2}).encode())
     index.close()
-    result = CliRunner().invoke(main, ["scan", str(second), "--state", state])
-    assert result.exit_code != 0 and "format version 2" in result.output and result.exception is not None
-    assert isinstance(result.exception, SystemExit)
+    result = dedup("scan", str(second), "--state", state)
+    assert result.returncode == 3 and "format version 2" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("bands", ["0"])

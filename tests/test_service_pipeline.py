@@ -12,7 +12,7 @@ from typing import Any
 
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import MemoryStore
-from stream.service.messages import ProbeItem, Source
+from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.pipeline import DocumentStage, GatherStage, Hops, Pipeline, ProbeStage, Record, Topics
 from stream.service.routing import doc_partition
 
@@ -48,7 +48,7 @@ def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = Tru
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     return Pipeline(DocumentStage(CONFIG, 3, TOPICS, out),  # type: ignore[arg-type]
-                    ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__, verify_once=verify_once),
+                    ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__, out, verify_once=verify_once),  # type: ignore[arg-type]
                     GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
                     out, TOPICS, owned=lambda: owned)  # type: ignore[arg-type]
 
@@ -70,9 +70,9 @@ def _run(values: list[bytes], owned: Container[tuple[str, int]], batch: int = 7,
                 pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
             gathers = out.take("gather")
             internal += len(gathers)
-            by_partition: dict[int, list[dict[str, Any]]] = defaultdict(list)
+            by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
             for p, entries in gathers:
-                by_partition[p].extend(entries)
+                by_partition[p].extend(map(entry_from_json, entries))
             pipeline.gather_batch(by_partition)
     final: dict[str, Any] = {}
     for topic, _, value in out.sent:
@@ -127,12 +127,13 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     hops: Hops = DocumentStage(CONFIG, 3, TOPICS, out).handle(  # type: ignore[arg-type]
         [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
     # no separate header entries, except for the empty document (its header alone completes it)
-    assert [[e["doc"] for e in entries] for entries in hops.gather.values()] == [["e"]]
+    assert [[e.doc for e in entries] for entries in hops.gather.values()] == [["e"]]
     for doc in ("a", "b"):
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
-        carriers = [p for p, it in items if it.expect is not None]
+        carriers = [p for p, it in items if it.header is not None]
         assert carriers == [min(p for p, _ in items)] and len(items) > 1
-    answers = ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__).handle_batch(list(hops.probes.items()))
+    answers = ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
+        list(hops.probes.items()))
     gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
     for entries in hops.gather.values():
         gather.handle(doc_partition("e", PARTITIONS), entries)

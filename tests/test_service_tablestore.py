@@ -137,7 +137,8 @@ def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_r
     from stream.service.pipeline import ProbeStage, Topics
 
     def stage(store: FaustTableStore) -> ProbeStage:
-        return ProbeStage(FingerprintConfig(segmenter="auto"), K, Topics("p", "g", "v", "d", 1), lambda _p: store)
+        return ProbeStage(FingerprintConfig(segmenter="auto"), K, Topics("p", "g", "v", "d", 1), lambda _p: store,
+                          store.output)
 
     empty = stage(open_store(tmp_path / "empty", LogOutput()))
     assert empty.detector(0).index.cache.complete

@@ -10,7 +10,7 @@ import pytest
 from stream.detect import Match
 from stream.errors import ConfigError
 from stream.service.gather import GatherState
-from stream.service.messages import ProbeItem, Source, dead_letter, match_from_wire, match_to_wire
+from stream.service.messages import Answer, Header, ProbeItem, Revise, Source, dead_letter, entry_from_json
 from stream.service.routing import bucket_partition, doc_partition, tables_by_partition
 from stream.service.settings import load_settings
 
@@ -52,39 +52,74 @@ def test_routing_is_stable_and_groups_tables() -> None:
     assert grouped == {0: [0, 1, 2]}
 
 
-def _match(i: str, ts: float) -> Match:
-    return Match(i, 2, 0.9, (ts, i))
+def _match(i: str, ts: float, sim: int = 0) -> Match:
+    return Match(i, 2, 0.9, (ts, i), simhash=sim)
 
 
 def test_gather_completes_after_all_partitions_and_redelivery_is_idempotent() -> None:
     st = GatherState("d")
-    assert not st.answer("r1", 0, [_match("a", 1.0)])  # answer before its header: kept
-    assert not st.expect("r1", 2, (5.0, "d"), SRC, 0xABC, "schema-1")
-    assert st.answer("r1", 3, [_match("d", 5.0), _match("b", 9.0)])  # itself is never a match
-    assert set(st.matches) == {"a", "b"}
+    assert not st.answer("t:0:1", 0, [_match("a", 1.0)])  # answer before its header: kept for its round
+    assert st.expect("t:0:1", 2, (5.0, "d"), SRC, 0xABC, "schema-1") == (False, False)
+    assert st.answer("t:0:1", 3, [_match("d", 5.0), _match("b", 9.0)])  # never itself, never a later one
+    assert st.summary.count == 1 and st.summary.canonical is not None and st.summary.canonical.id == "a"
     st.published = True
     again = GatherState.from_json(json.loads(json.dumps(st.to_json())))
     assert (again.simhash, again.schema, again.empty) == (0xABC, "schema-1", False)
-    assert again.answer("r1", 0, [_match("a", 1.0)])  # redelivered round: complete again, same set
-    assert set(again.matches) == {"a", "b"} and not again.revised
+    assert again.answer("t:0:1", 0, [_match("a", 1.0)])  # redelivered round: complete again, same set
+    assert again.summary.count == 1 and not again.revised
+
+
+def test_gather_a_later_record_of_the_id_starts_afresh_and_supersedes_an_unpublished_round() -> None:
+    st = GatherState("d")
+    st.expect("t:0:5", 2, (5.0, "d"), SRC, 0xABC, "s")
+    st.answer("t:0:5", 0, [_match("a", 1.0)])
+    complete, superseded = st.expect("t:0:9", 1, (5.0, "d"), SRC, 0xDEF, "s")
+    assert superseded and not complete and st.summary.count == 0  # the new version's probe finds all again
+    assert not st.answer("t:0:5", 1, [_match("x", 1.0)])  # the old round's late answer is dropped
+    assert st.answer("t:0:9", 0, [_match("b", 2.0)]) and [m.id for m in st.summary.listed()] == ["b"]
+    assert st.expect("t:0:5", 2, (5.0, "d"), SRC, 0xABC, "s") == (False, False)  # an older replay: ignored
+    assert st.round == "t:0:9"
 
 
 def test_gather_revision_only_republishes_new_matches_after_publication() -> None:
     st = GatherState("d")
-    st.expect("r", 0, (5.0, "d"), SRC, 0xABC, "schema-1")
-    assert not st.revise(_match("e", 1.0))  # not yet published: merged, no extra verdict
+    st.expect("t:0:1", 0, (5.0, "d"), SRC, 0xABC, "schema-1")
+    assert not st.revise(_match("e", 1.0), 0xABC)  # not yet published: merged, no extra verdict
     st.published = True
-    assert st.revise(_match("f", 2.0)) and st.revised
-    assert not st.revise(_match("f", 2.0))
+    assert st.revise(_match("f", 2.0), 0xABC) and st.revised
+    assert not st.revise(_match("f", 2.0), 0xABC)
+    assert st.summary.count == 2
+
+
+def test_gather_a_revision_of_a_version_not_yet_seen_waits_for_its_header() -> None:
+    st = GatherState("d")
+    st.expect("t:0:1", 0, (5.0, "d"), SRC, 0xAAA, "s")
+    assert not st.revise(_match("e", 1.0), 0xBBB)  # matched the next version, whose header is on its way
+    assert st.summary.count == 0
+    st.expect("t:0:2", 0, (5.0, "d"), SRC, 0xBBB, "s")
+    assert [m.id for m in st.summary.listed()] == ["e"]
 
 
 def test_wire_formats_round_trip() -> None:
-    m = Match("x", 3, 0.85, (1.5, "x"), True)
-    assert match_from_wire(match_to_wire(m)) == m
-    item = ProbeItem("d", "t:0:1", b"\x00\x01", (2.0, "d"), [0, 5])
+    m = Match("x", 3, 0.85, (1.5, "x"), True, 0xF00)
+    assert Match.from_wire(m.to_wire()) == m
+    header = Header("d", "t:0:1", 2, SRC, (2.0, "d"), 0xABC, "s1")
+    item = ProbeItem("d", "t:0:1", b"\x00\x01", (2.0, "d"), [0, 5], header)
     assert ProbeItem.from_json(item.to_json()) == item
-    letter = json.loads(dead_letter("bad", "parse", SRC, b"k", b"\xff"))
+    for entry in (header, Answer("d", "t:0:1", 3, [m], header, final=False), Revise("d", m, 0xABC)):
+        assert entry_from_json(json.loads(json.dumps(entry.to_json()))) == entry
+    letter = json.loads(dead_letter("not_utf8", "bad", "parse", SRC, b"k", b"\xff"))
     assert letter["value_encoding"] == "base64" and letter["key"] == "k" and letter["source"]["offset"] == 42
+    assert letter["code"] == "not_utf8"
+
+
+def test_a_dead_letter_always_fits_and_says_how_to_find_the_original() -> None:
+    huge = b"{" + b"x" * 3_000_000
+    letter = dead_letter("not_json", "not valid JSON", "parse", SRC, b"k", huge, limit=1_000_000)
+    assert len(letter) < 1_000_000
+    envelope = json.loads(letter)
+    assert envelope["value_truncated"] and envelope["value_length"] == len(huge)
+    assert len(envelope["value_sha256"]) == 64 and envelope["source"] == SRC.to_json()
 
 
 def test_send_list_splits_large_batches_below_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:

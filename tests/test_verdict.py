@@ -1,6 +1,7 @@
-"""Verdicts are a pure function of the matched pairs: order, revisions, canonical choice."""
+"""Verdicts are a pure function of the matched pairs: order, revisions, canonical choice, bounds."""
 
 import itertools
+import random
 
 import numpy as np
 
@@ -10,9 +11,11 @@ from stream.detect.verdict import (
     NEAR_DUPLICATE,
     UNIQUE,
     Match,
+    MatchSummary,
     build_verdict,
     later_matches,
-    revise,
+    summarize,
+    verdict_of,
 )
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.sketch import SketchSpec, make_sketch
@@ -29,7 +32,8 @@ def test_only_earlier_matches_count_and_sorting() -> None:
     v = build_verdict(fp("d"), (3.0, "d"), ms)
     assert [m.id for m in v.matches] == ["c", "a", "b"]  # by distance, then canonical order
     out = v.to_json()
-    assert out["canonical"] == "c" and out["distance"] == 1 and out["verdict"] == NEAR_DUPLICATE
+    assert out["canonical"] == "c" and out["distance"] == 1 and out["similarity"] == 0.9
+    assert out["verdict"] == NEAR_DUPLICATE and out["match_count"] == 3
     assert out["fingerprint"] == "0000000000000abc"
     assert [m.id for m in later_matches((3.0, "d"), ms)] == ["z"]
 
@@ -42,24 +46,56 @@ def test_kinds() -> None:
     assert build_verdict(fp("d"), (1.0, "d"), [Match("d", 0, 1.0, (0.0, "d"))]).verdict == UNIQUE  # never itself
 
 
+def test_a_duplicate_names_the_earliest_exact_copy_not_the_earliest_near_match() -> None:
+    near = Match("a2", 6, 0.82, (1.0, "a2"))
+    copy = Match("a3", 0, 1.0, (2.0, "a3"), exact=True)
+    later_copy = Match("a4", 0, 1.0, (3.0, "a4"), exact=True)
+    v = build_verdict(fp("h1"), (9.0, "h1"), [later_copy, near, copy]).to_json()
+    assert v["verdict"] == DUPLICATE and v["canonical"] == "a3" and v["distance"] == 0 and v["similarity"] == 1.0
+
+
 def test_revisions_converge_whatever_the_arrival_order() -> None:
     # Three mutually similar documents; every arrival order must end in the same verdicts.
     orders = {"a": (1.0, "a"), "b": (2.0, "b"), "c": (3.0, "c")}
     finals = set()
     for arrival in itertools.permutations("abc"):
-        verdicts = {}
+        summaries = {d: MatchSummary() for d in orders}
         seen: list[str] = []
         for doc in arrival:
             found = [Match(o, 2, 0.9, orders[o]) for o in seen]
-            verdicts[doc] = build_verdict(fp(doc), orders[doc], found)
+            for m in found:
+                if m.order < orders[doc]:
+                    summaries[doc].add(m)
             for later in later_matches(orders[doc], found):
-                verdicts[later.id] = revise(verdicts[later.id], [Match(doc, 2, 0.9, orders[doc])])
+                summaries[later.id].add(Match(doc, 2, 0.9, orders[doc]))
             seen.append(doc)
+        verdicts = {d: verdict_of(d, 0, False, orders[d], s) for d, s in summaries.items()}
         finals.add(tuple((d, tuple(m.id for m in v.matches), v.verdict) for d, v in sorted(verdicts.items())))
     assert finals == {(("a", (), UNIQUE), ("b", ("a",), NEAR_DUPLICATE), ("c", ("a", "b"), NEAR_DUPLICATE))}
 
 
-def test_revise_is_idempotent() -> None:
-    v = build_verdict(fp("b"), (2.0, "b"), [])
-    m = Match("a", 3, 0.82, (1.0, "a"))
-    assert revise(revise(v, [m]), [m]) == revise(v, [m])
+def test_a_summary_is_bounded_exact_and_independent_of_arrival_order() -> None:
+    rng = random.Random(7)
+    matches = [Match(f"m{i}", rng.randrange(0, 20), 0.9, (float(rng.randrange(100)), f"m{i}"),
+                     exact=rng.random() < 0.1) for i in range(500)]
+    results = set()
+    for _ in range(5):
+        rng.shuffle(matches)
+        summary = summarize((1000.0, "d"), "d", matches + matches[:50], limit=10)  # repeats count once
+        v = verdict_of("d", 0, False, (1000.0, "d"), summary)
+        results.add((v.verdict, v.canonical, v.matches, v.match_count))
+        assert len(summary.nearest) <= 10
+    assert len(results) == 1
+    verdict, canonical, listed, count = results.pop()
+    assert count == 500 and len(listed) == 10 and canonical in listed
+    exact = [m for m in matches if m.exact]
+    assert verdict == DUPLICATE and canonical == min(exact, key=lambda m: m.order)
+    nearest = sorted((m for m in matches if m != canonical), key=lambda m: (m.distance, m.order))[:9]
+    assert set(listed) == {canonical, *nearest}
+
+
+def test_a_summary_survives_its_json_form() -> None:
+    summary = summarize((9.0, "d"), "d", [Match("a", 1, 0.9, (1.0, "a"), simhash=5),
+                                          Match("b", 0, 1.0, (2.0, "b"), exact=True)], limit=3)
+    again = MatchSummary.from_json(summary.to_json(), limit=3)
+    assert again == summary and not again.add(Match("a", 1, 0.9, (1.0, "a")))

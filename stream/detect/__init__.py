@@ -1,6 +1,18 @@
 """Detection layer: a fingerprint + the block table -> verified matches -> Verdict."""
 
 from stream.detect.detector import Detector
-from stream.detect.verdict import Match, Order, Verdict, build_verdict, revise
+from stream.detect.verdict import (
+    MAX_MATCHES,
+    Match,
+    MatchSummary,
+    Order,
+    Verdict,
+    build_verdict,
+    later_matches,
+    make_verdict,
+    summarize,
+    verdict_of,
+)
 
-__all__ = ["Detector", "Match", "Order", "Verdict", "build_verdict", "revise"]
+__all__ = ["MAX_MATCHES", "Detector", "Match", "MatchSummary", "Order", "Verdict", "build_verdict", "later_matches",
+           "make_verdict", "summarize", "verdict_of"]

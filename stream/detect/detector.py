@@ -60,12 +60,20 @@ class Detector:
             if score >= self.threshold:
                 self.verified += 1
                 matches.append(Match(hit.doc_id, (fp.simhash ^ other.simhash).bit_count(), score,
-                                     (hit.ts, hit.doc_id), exact=fp.content_hash == other.content_hash))
+                                     (hit.ts, hit.doc_id), exact=fp.content_hash == other.content_hash,
+                                     simhash=other.simhash))
         self.candidates += seen
         if insert:
-            payload = fp_bytes if fp_bytes is not None else fp.to_bytes()
-            self.index.insert(fp.simhash, fp.doc_id, order[0], bands, tables=tables, payload=payload)
+            self.insert(fp, order, tables, fp_bytes)
         return matches
+
+    def insert(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
+               fp_bytes: bytes | None = None) -> None:
+        """Index ``fp`` (replacing an earlier version of the same id) without querying."""
+        if fp.empty:
+            return
+        payload = fp_bytes if fp_bytes is not None else fp.to_bytes()
+        self.index.insert(fp.simhash, fp.doc_id, order[0], tuple(fp.bands), tables=tables, payload=payload)
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))

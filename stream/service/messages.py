@@ -1,21 +1,20 @@
-"""Wire formats of the internal topics (JSON; fingerprints base64) and of verdicts / dead letters.
+"""Wire formats of the internal topics (JSON; fingerprints base64) and of dead letters.
 
-probe topic   (value = JSON list of ProbeItem dicts, one message per target partition per batch)
-gather topic  (value = JSON list of entries, one message per gather partition per batch), entries:
-  {"t": "expect", "doc", "round", "expected", "sim", "schema", "order", "source"[, "empty"]}
-                                                                          from the document agent
-  {"t": "answer", "doc", "round", "part", "matches"[, "expect"]}         from the probe agent
-  {"t": "revise", "doc", "match"}                                         from the gather agent
-A document with target partitions has no expect entry of its own: its header rides in the probe
-item of its first target partition ("expect": {"expected", "source"}) and comes back, with "sim"
-(the SimHash), "schema" and "order", in that partition's answer. The gather side keeps only these
-(what a verdict needs), never the fingerprint with its sketch. That saves a gather message per document batch and
-partition and, at low load, a second write of the gather state (header and answers in one batch).
+probe topic   value = JSON list of ``ProbeItem``, one message per target partition per batch
+gather topic  value = JSON list of gather entries, one message per gather partition per batch:
+  ``Header``  {"t": "expect", ...}  a document's header (from the document stage, when nothing is probed)
+  ``Answer``  {"t": "answer", ...}  one partition's earlier matches of a document (from the probe stage)
+  ``Revise``  {"t": "revise", ...}  a canonically earlier document matched this one (from the probe stage)
+
+A document with target partitions sends no header of its own: it rides in the probe item of its first
+target partition and comes back, with the SimHash, schema and order, in that partition's answer. The
+gather side keeps only these (what a verdict needs), never the fingerprint with its sketch.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +52,84 @@ def unb64(text: str) -> bytes:
     return base64.b64decode(text)
 
 
-def match_to_wire(m: Match) -> list[Any]:
-    return [m.id, m.distance, m.similarity, m.order[0], m.order[1], m.exact]
+def _order(w: list[Any]) -> Order:
+    return (float(w[0]), str(w[1]))
 
 
-def match_from_wire(w: list[Any]) -> Match:
-    return Match(str(w[0]), int(w[1]), float(w[2]), (float(w[3]), str(w[4])), bool(w[5]))
+@dataclass(frozen=True)
+class Header:
+    """What the verdict of one round of a document needs besides its matches."""
+
+    doc: str
+    round: str
+    expected: int  # partitions whose answers complete the round
+    source: Source
+    order: Order = (0.0, "")
+    simhash: int = 0
+    schema: str = ""
+    empty: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": "expect", "doc": self.doc, "round": self.round, "expected": self.expected,
+                "source": self.source.to_json(), "order": list(self.order), "sim": self.simhash,
+                "schema": self.schema, "empty": self.empty}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Header:
+        return cls(str(d["doc"]), str(d["round"]), int(d["expected"]), Source.from_json(d["source"]),
+                   _order(d["order"]), int(d["sim"]), str(d["schema"]), bool(d.get("empty")))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One partition's answer for one round of a document: its canonically earlier matches."""
+
+    doc: str
+    round: str
+    part: int
+    matches: list[Match]
+    header: Header | None = None  # the document's header, from its first target partition only
+    final: bool = True  # False: more matches of this partition follow (a long answer in pieces)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"t": "answer", "doc": self.doc, "round": self.round, "part": self.part,
+                             "matches": [m.to_wire() for m in self.matches]}
+        if self.header is not None:
+            d["header"] = self.header.to_json()
+        if not self.final:
+            d["final"] = False
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Answer:
+        header = d.get("header")
+        return cls(str(d["doc"]), str(d["round"]), int(d["part"]), [Match.from_wire(w) for w in d["matches"]],
+                   None if header is None else Header.from_json(header), bool(d.get("final", True)))
+
+
+@dataclass(frozen=True)
+class Revise:
+    """``match`` (a canonically earlier document) matched version ``version`` (its SimHash) of ``doc``."""
+
+    doc: str
+    match: Match
+    version: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": "revise", "doc": self.doc, "match": self.match.to_wire(), "version": self.version}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Revise:
+        return cls(str(d["doc"]), Match.from_wire(d["match"]), int(d["version"]))
+
+
+GatherEntry = Header | Answer | Revise
+_ENTRY_TYPES: dict[str, type[Header] | type[Answer] | type[Revise]] = {
+    "expect": Header, "answer": Answer, "revise": Revise}
+
+
+def entry_from_json(d: dict[str, Any]) -> GatherEntry:
+    return _ENTRY_TYPES[d["t"]].from_json(d)
 
 
 @dataclass(frozen=True)
@@ -68,19 +139,20 @@ class ProbeItem:
     fp: bytes
     order: Order
     tables: list[int]
-    expect: dict[str, Any] | None = None  # the document's gather header, in its first target partition only
+    header: Header | None = None  # the document's header, in its first target partition only
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"doc": self.doc, "round": self.round, "fp": b64(self.fp),
                              "order": list(self.order), "tables": self.tables}
-        if self.expect is not None:
-            d["expect"] = self.expect
+        if self.header is not None:
+            d["header"] = self.header.to_json()
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeItem:
-        return cls(str(d["doc"]), str(d["round"]), unb64(d["fp"]), (float(d["order"][0]), str(d["order"][1])),
-                   [int(t) for t in d["tables"]], d.get("expect"))
+        header = d.get("header")
+        return cls(str(d["doc"]), str(d["round"]), unb64(d["fp"]), _order(d["order"]),
+                   [int(t) for t in d["tables"]], None if header is None else Header.from_json(header))
 
 
 def dumps(obj: Any) -> bytes:
@@ -93,17 +165,35 @@ def loads(raw: bytes) -> Any:
     return orjson.loads(raw)
 
 
-def dead_letter(error: str, stage: str, source: Source, key: bytes | None, value: bytes | None) -> bytes:
-    """A self-contained dead letter: why, where from, and the original bytes (UTF-8 or base64)."""
-    envelope: dict[str, Any] = {"error": error, "stage": stage, "source": source.to_json()}
+DEAD_LETTER_LIMIT = 900_000  # below Kafka's default message.max.bytes (1,000,000) with room for headers
+
+
+def _original(raw: bytes, room: int) -> dict[str, Any]:
+    """The original bytes for a dead letter: whole (UTF-8 text or base64) when they fit in ``room``,
+    else a preview of the first bytes plus what re-finds them (length, SHA-256)."""
+    try:
+        text, encoding = raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = b64(raw), "base64"
+    if len(text) * 2 <= room:  # JSON escaping at most doubles what is not ASCII-safe, in practice
+        return {"": text, "_encoding": encoding}
+    preview = raw[:1024]
+    return {"": b64(preview), "_encoding": "base64", "_truncated": True, "_length": len(raw),
+            "_sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def dead_letter(code: str, error: str, stage: str, source: Source, key: bytes | None, value: bytes | None,
+                limit: int = DEAD_LETTER_LIMIT) -> bytes:
+    """A self-contained dead letter: why (a stable ``code`` and a message), where from (the input
+    record's topic, partition and offset), and the original key and value. A value too large for one
+    message is cut to a preview with its length and SHA-256: the source position re-reads it."""
+    envelope: dict[str, Any] = {"code": code, "error": error[:2000], "stage": stage, "source": source.to_json()}
+    room = limit - 4096
     for name, raw in (("key", key), ("value", value)):
         if raw is None:
             envelope[name] = None
             continue
-        try:
-            envelope[name] = raw.decode("utf-8")
-            envelope[name + "_encoding"] = "utf-8"
-        except UnicodeDecodeError:
-            envelope[name] = b64(raw)
-            envelope[name + "_encoding"] = "base64"
+        part = _original(raw, room)
+        envelope.update({name + suffix: v for suffix, v in part.items()})
+        room -= len(str(part[""]))
     return dumps(envelope)

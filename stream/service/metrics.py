@@ -1,16 +1,19 @@
-"""Prometheus metrics of a worker (prometheus-client); served only if ``metrics_port`` is set."""
+"""Prometheus metrics of a worker (prometheus-client); served with /health on ``metrics_port`` (health.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
     from stream.service.ledger import InputLedger
 
 DOCUMENTS = Counter("dedup_documents_total", "Input documents consumed")
-DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the dead-letter topic", ["stage"])
+DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the dead-letter topic, by stage and code",
+                       ["stage", "code"])
+SUPERSEDED = Counter("dedup_superseded_total", "Input records replaced by a later record of the same id before "
+                     "they had a verdict (their outcome: the later record's verdict)")
 PROBES = Counter("dedup_probes_total", "Per-partition document probes run")
 CANDIDATES = Counter("dedup_candidates_total", "Index candidates verified")
 VERDICTS = Counter("dedup_verdicts_total", "Verdicts published", ["verdict", "revised"])
@@ -37,7 +40,3 @@ def watch_ledger(agent: str, ledger: InputLedger) -> None:
     INPUT_REREADS.labels(agent, "gap").set_function(lambda: ledger.gaps_found)
     INPUT_REREADS.labels(agent, "stall").set_function(lambda: ledger.stalls_found)
     INPUT_REREADS.labels(agent, "accepted").set_function(lambda: ledger.gaps_accepted)
-
-
-def serve(port: int, host: str = "127.0.0.1") -> None:
-    start_http_server(port, addr=host)

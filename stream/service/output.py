@@ -22,7 +22,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from stream.errors import EXIT_RESTART, DedupError, DocumentError
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "linger.ms": 2,  # a worker batch is produced in a burst; a short linger packs it into few requests
@@ -35,8 +37,14 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
 }
 
 
-class OutputError(RuntimeError):
+class OutputError(DedupError):
     """A record could not be delivered: the batch is not acknowledged and will be redelivered."""
+
+    exit_code = EXIT_RESTART
+
+
+def _too_large(exc: KafkaException) -> bool:
+    return bool(exc.args) and exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
 
 
 class Batch:
@@ -121,7 +129,12 @@ class Output:
             kwargs["headers"] = headers
         with self._lock:
             batch.pending += 1
-        self._produce(topic, kwargs)
+        try:
+            self._produce(topic, kwargs)
+        except Exception:
+            with self._lock:  # never produced: no report will come for it
+                batch.pending -= 1
+            raise
 
     def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
         self.changelog_many(topic, partition, ((key, value),))
@@ -143,19 +156,30 @@ class Output:
                     produce(topic, value, key, partition, report)
                 except BufferError:  # local queue full: drain, then produce this record again
                     self._produce(topic, {"key": key, "value": value, "partition": partition, "on_delivery": report})
+                except KafkaException as exc:  # our own state: whatever the cause, not a document's fault
+                    raise OutputError(f"cannot produce to {topic}: {exc}") from None
                 done += 1
+        except DocumentError as exc:
+            raise OutputError(str(exc)) from None
         finally:
             if done < n:  # a produce failed: the rest will never be reported
                 with self._lock:
                     batch.pending -= n - done
 
     def _produce(self, topic: str, kwargs: dict[str, Any]) -> None:
+        """Produce one record. Too large a record is the message's fault (``DocumentError``: its stage
+        dead-letters the document); any other refusal is the producer's (``OutputError``)."""
         while True:
             try:
                 self.producer.produce(topic, **kwargs)
                 return
             except BufferError:  # local queue full: let librdkafka drain it
                 self.producer.poll(0.05)
+            except KafkaException as exc:
+                if _too_large(exc):
+                    raise DocumentError(f"a record for {topic} is {len(kwargs.get('value') or b''):,} bytes, over "
+                                        "the producer's message.max.bytes", code="too_large") from None
+                raise OutputError(f"cannot produce to {topic}: {exc}") from None
 
     async def flush(self, batch: Batch, timeout: float = 30.0) -> None:
         """Wait until every record of ``batch`` is delivered.

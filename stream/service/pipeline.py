@@ -3,13 +3,20 @@
 1. ``DocumentStage``: parse, fingerprint, route: probe items per target partition; each
    document's gather header rides in its first target partition's probe item and returns with
    that partition's answer (a document without targets sends it to gather itself).
-2. ``ProbeStage``: partition-local ``Detector.probe`` on a BlockIndex over the partition's table.
-3. ``GatherStage``: per-document answers -> verdict (+ revisions of later documents).
+2. ``ProbeStage``: partition-local ``Detector.probe`` on a BlockIndex over the partition's table:
+   an answer with the document's earlier matches, and a revision for each later one.
+3. ``GatherStage``: per-document answers and revisions -> verdict.
 
 Each stage returns what it hands on (``Hops``: probe items and gather entries per partition);
 ``Pipeline`` delivers them, over Kafka or, for partitions this worker owns, straight to the next
 stage. ``stream.service.app`` wires the pipeline to Faust agents; the agent flushes ``Output``
 before acknowledging its batch.
+
+Every input record gets exactly one outcome: a verdict, a dead letter (``DeadLetters``: a stable code,
+the message, where it came from), or *superseded* (a later record of the same id replaced it before it
+had a verdict; counted in ``dedup_superseded_total``). A failure while handling one document dead-letters
+that document alone. A fault that is not the document's (``StorageError``, ``OutputError``) is raised
+out of the stage: the worker stops without acknowledging the batch (``stream.service.app``).
 """
 
 from __future__ import annotations
@@ -18,13 +25,12 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Container, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stream.detect import Detector
+from stream.detect import MAX_MATCHES, Detector, Match, verdict_of
 from stream.detect.detector import fingerprint_of
-from stream.detect.verdict import later_matches, make_verdict
-from stream.errors import DedupError
+from stream.errors import DocumentError, StorageError
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, MemoryStore
 from stream.index.records import HANDLE_NS
@@ -32,15 +38,17 @@ from stream.index.store import BufferedStore, KVStore
 from stream.service import metrics
 from stream.service.gather import GatherState
 from stream.service.messages import (
+    Answer,
+    GatherEntry,
+    Header,
     ProbeItem,
+    Revise,
     Source,
     dead_letter,
     dumps,
     loads,
-    match_from_wire,
-    match_to_wire,
 )
-from stream.service.output import Output
+from stream.service.output import Output, OutputError
 from stream.service.routing import doc_partition, tables_by_partition
 
 # Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
@@ -91,10 +99,7 @@ class Topics:
     partitions: int
 
 
-Entries = list[dict[str, Any]]
-
-
-def _merge(into: defaultdict[int, Entries], more: Mapping[int, Entries]) -> None:
+def _merge(into: defaultdict[int, list[Any]], more: Mapping[int, list[Any]]) -> None:
     for partition, entries in more.items():
         into[partition].extend(entries)
 
@@ -104,7 +109,29 @@ class Hops:
     """What a stage hands on: probe items and gather entries per target partition."""
 
     probes: defaultdict[int, list[ProbeItem]] = field(default_factory=lambda: defaultdict(list))
-    gather: defaultdict[int, Entries] = field(default_factory=lambda: defaultdict(list))
+    gather: defaultdict[int, list[GatherEntry]] = field(default_factory=lambda: defaultdict(list))
+
+
+def is_fault(exc: BaseException) -> bool:
+    """A failure that is not the document's: the store or the producer. It stops the worker."""
+    return isinstance(exc, StorageError | OutputError)
+
+
+class DeadLetters:
+    """Dead letters to the DLQ topic, counted by stage and code."""
+
+    def __init__(self, output: Output, topic: str) -> None:
+        self.output, self.topic = output, topic
+
+    def send(self, exc: Exception, stage: str, source: Source, key: bytes | None, value: bytes | None) -> None:
+        if isinstance(exc, DocumentError):
+            code, error = exc.code, str(exc)
+        else:  # not the input's fault as far as we know: a bug that this document triggers
+            code, error = f"{stage}_failed", f"{type(exc).__name__}: {exc}"
+        metrics.DEAD_LETTERS.labels(stage, code).inc()
+        headers = [("dedup-code", code.encode()), ("dedup-stage", stage.encode())]
+        dlq_key = key if key is None or len(key) <= 1024 else None  # the envelope keeps a long key
+        self.output.send(self.topic, dlq_key, dead_letter(code, error, stage, source, key, value), headers=headers)
 
 
 class DocumentStage:
@@ -113,46 +140,58 @@ class DocumentStage:
         # routing only needs the table layout (k, bands), never any state
         self.router = BlockIndex(None, k=k, bands=config.bands, store=MemoryStore())
         self.topics = topics
-        self.output = output
+        self.dead = DeadLetters(output, topics.dlq)
 
     def handle(self, records: Sequence[Record]) -> Hops:
         hops = Hops()
-        n = self.topics.partitions
+        metrics.DOCUMENTS.inc(len(records))
+        parsed: list[tuple[Record, Any]] = []
+        last: dict[str, int] = {}  # doc id -> index in ``parsed`` of its latest record in this batch
         for rec in records:
-            metrics.DOCUMENTS.inc()
-            stage = "parse"
             try:
                 if rec.value is None:
-                    raise DedupError("empty record value (tombstone)")
+                    raise DocumentError("empty record value (a tombstone)", code="tombstone")
                 doc = parse_document(rec.value)
-                stage = "fingerprint"
-                fp = self.fingerprinter.fingerprint(doc)
-            except Exception as exc:  # a bad record is a dead letter, never a crashed worker
-                metrics.DEAD_LETTERS.labels(stage).inc()
-                error = f"{type(exc).__name__}: {exc}"
-                self.output.send(self.topics.dlq, rec.key, dead_letter(error, stage, rec.source, rec.key, rec.value),
-                                 headers=[("dedup-error", error.encode()[:1000]), ("dedup-stage", stage.encode())])
+            except Exception as exc:
+                self.dead.send(exc, "parse", rec.source, rec.key, rec.value)
                 continue
-            order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
-            targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
-            round_id = rec.source.round_id
-            if targets:
-                raw = fp.to_bytes()
-                first = min(targets)
-                header = {"expected": len(targets), "source": rec.source.to_json()}
-                for partition, tables in targets.items():
-                    hops.probes[partition].append(ProbeItem(doc.id, round_id, raw, order, tables,
-                                                            header if partition == first else None))
-            else:  # nothing to probe: the header alone completes the document
-                header = {"t": "expect", "doc": doc.id, "round": round_id, "expected": 0, "sim": fp.simhash,
-                          "schema": fp.schema, "order": list(order), "source": rec.source.to_json()}
-                if fp.empty:
-                    header["empty"] = True
-                hops.gather[doc_partition(doc.id, n)].append(header)
+            last[doc.id] = len(parsed)
+            parsed.append((rec, doc))
+        superseded = len(parsed) - len(last)
+        if superseded:  # only the latest record of an id in a batch is judged
+            metrics.SUPERSEDED.inc(superseded)
+        for i in sorted(last.values()):
+            rec, doc = parsed[i]
+            try:
+                self._route(rec, doc, hops)
+            except Exception as exc:
+                if is_fault(exc):
+                    raise
+                self.dead.send(exc, "fingerprint", rec.source, rec.key, rec.value)
         return hops
+
+    def _route(self, rec: Record, doc: Any, hops: Hops) -> None:
+        """Fingerprint ``doc`` and add its probe items (or, with nothing to probe, its header) to ``hops``.
+        Nothing is added unless every step succeeds."""
+        n = self.topics.partitions
+        fp = self.fingerprinter.fingerprint(doc)
+        order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
+        targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
+        round_id = rec.source.round_id
+        header = Header(doc.id, round_id, len(targets), rec.source, order, fp.simhash, fp.schema, fp.empty)
+        if not targets:  # nothing to probe: the header alone completes the document
+            hops.gather[doc_partition(doc.id, n)].append(header)
+            return
+        raw = fp.to_bytes()
+        first = min(targets)
+        items = [(partition, ProbeItem(doc.id, round_id, raw, order, tables, header if partition == first else None))
+                 for partition, tables in targets.items()]
+        for partition, item in items:
+            hops.probes[partition].append(item)
 
 
 CHECKPOINT_SECONDS = 5.0
+ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal message
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
 # worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
@@ -162,12 +201,13 @@ CHECKPOINT_SECONDS = 5.0
 class ProbeStage:
     """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
 
-    def __init__(self, config: FingerprintConfig, k: int, topics: Topics,
-                 store_for: Callable[[int], KVStore], threshold: float = 0.8, verify_once: bool = True) -> None:
+    def __init__(self, config: FingerprintConfig, k: int, topics: Topics, store_for: Callable[[int], KVStore],
+                 output: Output, threshold: float = 0.8, verify_once: bool = True) -> None:
         self.config, self.k, self.topics = config, k, topics
         self.store_for = store_for
         self.threshold = threshold
         self.verify_once = verify_once
+        self.dead = DeadLetters(output, topics.dlq)
         self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
         self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
 
@@ -206,12 +246,12 @@ class ProbeStage:
             self._detectors.pop(p, None)
             self._checkpointed.pop(p, None)
 
-    def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> dict[int, Entries]:
-        """All probe messages of one agent batch -> answers per gather partition (one message per
-        gather partition, not per probe message: at low load a document's probes arrive as one
-        message per partition, and per-message answers made the gather agent consume ~4 messages
+    def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> dict[int, list[GatherEntry]]:
+        """All probe messages of one agent batch -> answers and revisions per gather partition (one
+        message per gather partition, not per probe message: at low load a document's probes arrive as
+        one message per partition, and per-message answers made the gather agent consume ~4 messages
         per document)."""
-        answers: dict[int, Entries] = defaultdict(list)
+        out: dict[int, list[GatherEntry]] = defaultdict(list)
         touched: dict[int, Detector] = {}
         buffers: list[BufferedStore] = []
         for partition, items in messages:
@@ -222,14 +262,7 @@ class ProbeStage:
                 buffers.append(buffered)
             before = detector.candidates
             for item in items:
-                fp = fingerprint_of(item.fp)
-                matches = detector.probe(fp, item.order, tables=item.tables, fp_bytes=item.fp)
-                answer = {"t": "answer", "doc": item.doc, "round": item.round, "part": partition,
-                          "matches": [match_to_wire(m) for m in matches]}
-                if item.expect is not None:  # the document's header, back with this answer
-                    answer["expect"] = {**item.expect, "sim": fp.simhash, "schema": fp.schema,
-                                        "order": list(item.order)}
-                answers[doc_partition(item.doc, self.topics.partitions)].append(answer)
+                self._probe(partition, detector, item, out)
             # per message, not per probe: a counter's inc takes a lock (~2% of a worker's samples)
             metrics.PROBES.inc(len(items))
             metrics.CANDIDATES.inc(detector.candidates - before)
@@ -244,64 +277,97 @@ class ProbeStage:
                 self._checkpointed[partition] = now
         for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
             buffered.drain()
-        return answers
+        return out
+
+    def _probe(self, partition: int, detector: Detector, item: ProbeItem, out: dict[int, list[GatherEntry]]) -> None:
+        """One document in one partition: an answer for its own gather partition, a revision for each
+        canonically later match. A failure before the insert dead-letters the document (its round
+        then never completes: the dead letter is its outcome); the insert itself must not fail."""
+        n = self.topics.partitions
+        try:
+            fp = fingerprint_of(item.fp)
+            matches = detector.probe(fp, item.order, tables=item.tables, insert=False)
+        except Exception as exc:
+            if is_fault(exc):
+                raise
+            source = item.header.source if item.header else _source_of_round(item.round)
+            self.dead.send(exc, "probe", source, item.doc.encode(), None)
+            return
+        detector.insert(fp, item.order, tables=item.tables, fp_bytes=item.fp)
+        header = None if item.header is None else replace(item.header, order=item.order, simhash=fp.simhash,
+                                                          schema=fp.schema)
+        earlier = [m for m in matches if m.order < item.order]
+        answers = out[doc_partition(item.doc, n)]
+        for start in range(0, max(1, len(earlier)), ANSWER_CHUNK):  # pieces that fit a message
+            last = start + ANSWER_CHUNK >= len(earlier)
+            answers.append(Answer(item.doc, item.round, partition, earlier[start : start + ANSWER_CHUNK],
+                                  header if start == 0 else None, final=last))
+        exact_of = {m.id: m.exact for m in matches}
+        for m in matches:
+            if m.order > item.order:
+                mine = Match(item.doc, m.distance, m.similarity, item.order, exact_of[m.id], fp.simhash)
+                out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
+                metrics.REVISIONS.inc()
+
+
+def _source_of_round(round_id: str) -> Source:
+    topic_partition, _, offset = round_id.rpartition(":")
+    topic, _, partition = topic_partition.rpartition(":")
+    return Source(topic, int(partition), int(offset), 0.0)
 
 
 class GatherStage:
-    """Collects answers per document in the gather table (``store_for(partition)``)."""
+    """Collects answers per document in the gather table (``store_for(partition)``) and publishes verdicts."""
 
     def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES) -> None:
         self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
+        self.max_matches = max_matches
+        self.dead = DeadLetters(output, topics.dlq)
 
-    def handle(self, partition: int, entries: Sequence[dict[str, Any]]) -> dict[int, Entries]:
-        """Entries of one gather partition -> revisions of later documents per gather partition."""
+    def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
+        """Entries of one gather partition: apply them per document, publish what is due."""
         store = self.store_for(partition)
-        states: dict[str, GatherState] = {}
-        publish: set[str] = set()
+        by_doc: dict[str, list[GatherEntry]] = defaultdict(list)
         for entry in entries:
-            doc = str(entry["doc"])
-            state = states.get(doc)
-            if state is None:
+            by_doc[entry.doc].append(entry)
+        for doc, doc_entries in by_doc.items():
+            try:
                 raw = store.get(doc.encode())
-                state = GatherState.from_json(loads(raw)) if raw else GatherState(doc)
-                states[doc] = state
-            kind = entry["t"]
-            if kind == "expect":
-                if self._expect(state, entry["round"], entry):
-                    publish.add(doc)
-            elif kind == "answer":
-                if "expect" in entry:
-                    self._expect(state, entry["round"], entry["expect"])
-                matches = [match_from_wire(w) for w in entry["matches"]]
-                if state.answer(entry["round"], int(entry["part"]), matches):
-                    publish.add(doc)
-            elif kind == "revise" and state.revise(match_from_wire(entry["match"])):
-                publish.add(doc)
-        revisions: dict[int, Entries] = defaultdict(list)
-        for doc in publish:
-            state = states[doc]
-            self._publish(state)
-            assert state.order is not None
-            # revisions: tell each canonically later match about this document
-            for m in later_matches(state.order, state.matches.values()):
-                mine = match_to_wire(type(m)(doc, m.distance, m.similarity, state.order, m.exact))
-                revisions[doc_partition(m.id, self.topics.partitions)].append(
-                    {"t": "revise", "doc": m.id, "match": mine})
-                metrics.REVISIONS.inc()
-        for doc, state in states.items():
-            store.put(doc.encode(), dumps(state.to_json()))
-        return revisions
+                state = (GatherState.from_json(loads(raw), self.max_matches) if raw
+                         else GatherState(doc, self.max_matches))
+                if self._apply(state, doc_entries):
+                    self._publish(state)
+                encoded = dumps(state.to_json())
+            except Exception as exc:
+                if is_fault(exc):
+                    raise
+                source = next((e.source for e in doc_entries if isinstance(e, Header)), None)
+                self.dead.send(exc, "gather", source or Source("", partition, -1, 0.0), doc.encode(), None)
+                continue
+            store.put(doc.encode(), encoded)
 
     @staticmethod
-    def _expect(state: GatherState, round_id: str, header: dict[str, Any]) -> bool:
-        order = (float(header["order"][0]), str(header["order"][1]))
-        return state.expect(round_id, int(header["expected"]), order, Source.from_json(header["source"]),
-                            int(header["sim"]), str(header["schema"]), bool(header.get("empty")))
+    def _apply(state: GatherState, entries: Sequence[GatherEntry]) -> bool:
+        """Apply a document's entries of one batch; True if its verdict is due (at most once a batch)."""
+        due = False
+        for entry in entries:
+            header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
+            if header is not None:
+                complete, superseded = state.expect(header.round, header.expected, header.order, header.source,
+                                                    header.simhash, header.schema, header.empty)
+                if superseded:
+                    metrics.SUPERSEDED.inc()
+                due = due or complete
+            if isinstance(entry, Answer):
+                due = state.answer(entry.round, entry.part, entry.matches, entry.final) or due
+            elif isinstance(entry, Revise):
+                due = state.revise(entry.match, entry.version) or due
+        return due and state.complete
 
     def _publish(self, state: GatherState) -> None:
         assert state.simhash is not None and state.order is not None and state.source is not None
-        verdict = make_verdict(state.doc, state.simhash, state.empty, state.order, state.matches.values())
+        verdict = verdict_of(state.doc, state.simhash, state.empty, state.order, state.summary)
         now = self.clock()
         body = verdict.to_json()
         body.update({
@@ -355,11 +421,9 @@ class Pipeline:
         _merge(hops.gather, self.probes.handle_batch(messages))
         self._forward(hops)
 
-    def gather_batch(self, entries: Mapping[int, Sequence[dict[str, Any]]]) -> None:
-        hops = Hops()
+    def gather_batch(self, entries: Mapping[int, Sequence[GatherEntry]]) -> None:
         for partition, items in entries.items():
-            _merge(hops.gather, self.gather.handle(partition, items))
-        self._forward(hops)
+            self.gather.handle(partition, items)
 
     def _forward(self, hops: Hops) -> None:
         owned = self.owned()
@@ -374,13 +438,10 @@ class Pipeline:
         gather = hops.gather
         if local:
             _merge(gather, self.probes.handle_batch(local))
-        while gather:  # a revision can revise further documents; each is applied once, so this ends
-            later: defaultdict[int, Entries] = defaultdict(list)
-            for partition, entries in gather.items():
-                if (self.topics.gather, partition) in owned:
-                    metrics.HOPS.labels("gather", "local").inc()
-                    _merge(later, self.gather.handle(partition, entries))
-                else:
-                    metrics.HOPS.labels("gather", "kafka").inc()
-                    send_list(self.output, self.topics.gather, partition, entries)
-            gather = later
+        for partition, entries in gather.items():
+            if (self.topics.gather, partition) in owned:
+                metrics.HOPS.labels("gather", "local").inc()
+                self.gather.handle(partition, entries)
+            else:
+                metrics.HOPS.labels("gather", "kafka").inc()
+                send_list(self.output, self.topics.gather, partition, [e.to_json() for e in entries])

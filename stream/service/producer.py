@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from stream.errors import DocumentError
 from stream.service.settings import Settings, load_settings
 
 
@@ -35,17 +36,23 @@ class DocumentProducer:
         self.delivered = 0
         self.failed = 0
         self.errors: list[str] = []
+        self.undelivered: list[tuple[int, str]] = []  # (line, reason) of documents sent with a line number
 
-    def _report(self, err: KafkaError | None, msg: Message) -> None:
+    def _report(self, err: KafkaError | None, msg: Message, line: int | None = None) -> None:
         if err is None:
             self.delivered += 1
         else:
             self.failed += 1
+            if line is not None:
+                self.undelivered.append((line, err.str()))
             if len(self.errors) < 20:
                 self.errors.append(f"{msg.key()!r}: {err}")
 
-    def send(self, document: Mapping[str, Any] | bytes | str, key: str | bytes | None = None) -> None:
-        """Queue one document. A dict must have an ``id``; raw JSON needs ``key`` or an id inside."""
+    def send(self, document: Mapping[str, Any] | bytes | str, key: str | bytes | None = None,
+             line: int | None = None) -> None:
+        """Queue one document. A dict must have an ``id``; raw JSON needs ``key`` or an id inside.
+        ``line``: a source line number, reported with a delivery failure (``undelivered``). A document
+        over the producer's message size raises ``DocumentError``."""
         if isinstance(document, Mapping):
             if "id" not in document:
                 raise ValueError("a document needs an 'id'")
@@ -56,12 +63,18 @@ class DocumentProducer:
             if key is None:
                 key = str(json.loads(value)["id"])
         raw_key = key.encode() if isinstance(key, str) else key
+        report = self._report if line is None else (lambda err, msg: self._report(err, msg, line))
         while True:
             try:
-                self.producer.produce(self.topic, key=raw_key, value=value, on_delivery=self._report)
+                self.producer.produce(self.topic, key=raw_key, value=value, on_delivery=report)
                 break
             except BufferError:
                 self.producer.poll(0.1)
+            except KafkaException as exc:
+                if exc.args and exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                    raise DocumentError(f"document is {len(value):,} bytes, over the producer's message.max.bytes"
+                                        ) from None
+                raise
         self.producer.poll(0)
 
     def send_many(self, documents: Iterable[Mapping[str, Any]]) -> None:
@@ -90,36 +103,63 @@ class DocumentProducer:
 @dataclass
 class PublishResult:
     topic: str
-    sent: int = 0
+    delivered: int = 0
     failed: int = 0
-    bad_lines: list[int] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
 
 
-def publish_lines(settings: Settings, lines: IO[str], topic: str | None = None,
-                  progress: bool = False) -> PublishResult:
-    """Publish JSONL documents; lines that are not a JSON object with an id are reported, not sent."""
-    producer = DocumentProducer(settings=settings, topic=topic)
-    result = PublishResult(producer.topic)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def check_line(raw: bytes, max_bytes: int) -> tuple[str, bytes]:
+    """(document id, value) of one JSONL line, or ``DocumentError`` naming why it cannot be published:
+    the same validation the worker applies, so a bad document is caught before it is sent."""
+    from stream.fingerprint.document import decode_utf8, parse_document
 
-    with Progress(TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=True) as bar:
-        task = bar.add_task("publish", total=None)
-        for number, line in enumerate(lines, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                doc = json.loads(line)
-                if not isinstance(doc, dict) or "id" not in doc:
-                    raise ValueError("no id")
-            except ValueError:
-                result.bad_lines.append(number)
-                continue
-            producer.send(line.encode(), key=str(doc["id"]))
-            result.sent += 1
+    value = raw.strip()
+    if len(value) > max_bytes:
+        raise DocumentError(f"document is {len(value):,} bytes, over the {max_bytes:,}-byte message limit "
+                            "(raise --max-message-bytes / DEDUP_MAX_MESSAGE_BYTES, and the topic's "
+                            "max.message.bytes on the broker)")
+    decode_utf8(value)
+    return parse_document(value).id, value
+
+
+def publish_file(settings: Settings, source: str, topic: str | None = None, progress: bool = False,
+                 errors_file: str | None = None) -> PublishResult:
+    """Publish a JSONL file ('-': stdin): each bad line is reported on stderr (and in ``errors_file``)
+    with its number and reason and skipped; every good line is sent."""
+    import sys
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        lines: IO[bytes] = sys.stdin.buffer if source == "-" else stack.enter_context(open(source, "rb"))
+        errors = stack.enter_context(open(errors_file, "w", encoding="utf-8")) if errors_file else None
+
+        def reject(number: int, reason: str) -> None:
+            result.rejected.append((number, reason))
+            print(f"line {number}: {reason}", file=sys.stderr)
+            if errors is not None:
+                errors.write(json.dumps({"line": number, "error": reason}, ensure_ascii=False) + "\n")
+
+        conf: dict[str, Any] = {"message.max.bytes": settings.max_message_bytes + 4096}
+        producer = DocumentProducer(settings=settings, topic=topic, **conf)
+        result = PublishResult(producer.topic)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      disable=not progress, transient=True) as bar:
+            task = bar.add_task("publish", total=None)
+            for number, raw in enumerate(lines, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    key, value = check_line(raw, settings.max_message_bytes)
+                    producer.send(value, key=key, line=number)
+                except DocumentError as exc:
+                    reject(number, str(exc))
+                    continue
+                bar.update(task, completed=producer.delivered)
+            producer.close()
             bar.update(task, completed=producer.delivered)
-        producer.close()
-        bar.update(task, completed=producer.delivered)
-    result.failed = producer.failed
+        for number, reason in producer.undelivered:
+            reject(number, f"not delivered: {reason}")
+    result.delivered, result.failed = producer.delivered, producer.failed
     return result

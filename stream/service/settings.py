@@ -17,6 +17,9 @@ from stream.errors import ConfigError
 from topology import Topology, load_topology
 
 ENV_PREFIX = "DEDUP_"
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+LOG_FORMATS = ("text", "json")
+_CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS}
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,12 @@ class Settings:
     verify_once: bool = True
     segmenter: str | None = None  # None = the fingerprinter's default (recorded in the schema)
     k: int = 3
-    metrics_port: int | None = None  # Prometheus endpoint (prometheus-client) if set
+    metrics_port: int | None = None  # /metrics (Prometheus), /health and /ready on this port if set
+    metrics_host: str = "127.0.0.1"  # bind address of that port (0.0.0.0 in a container)
     log_level: str = "warning"
+    log_format: str = "text"  # text | json (one object a line)
+    # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
+    max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)
 
     # -- derived ---------------------------------------------------------------------------------
@@ -139,13 +146,21 @@ def _coerce(name: str, raw: Any) -> Any:
     if name == "data_dir":
         return Path(str(raw))
     if name in {"partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
-                "fetch_max_wait_ms"}:
+                "fetch_max_wait_ms", "max_message_bytes"}:
         try:
             return int(raw)
         except ValueError as exc:
             raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
     if name in {"batch_within", "rebalance_timeout"}:
-        return float(raw)
+        try:
+            return float(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+    if name in _CHOICES:
+        value = str(raw).strip().lower()
+        if value not in _CHOICES[name]:
+            raise ConfigError(f"{name} must be one of {', '.join(_CHOICES[name])}, got {raw!r}")
+        return value
     if name in {"local_hops", "verify_once"}:
         if isinstance(raw, bool):
             return raw
@@ -171,7 +186,10 @@ def load_settings(config_file: str | Path | None = None, env: dict[str, str] | N
         path = Path(config_file)
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"config file {path} cannot be read: {exc}".splitlines()[0]) from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {path} must hold a mapping")
         for key, value in data.items():

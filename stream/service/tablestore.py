@@ -11,8 +11,10 @@ from its records), written to RocksDB only and rebuilt by ``rebuild_unlogged`` a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+from stream.errors import StorageError
 from stream.service.output import Output
 
 FAUST_OFFSET_KEY = b"__faust\0offset__"  # faust.stores.rocksdb.Store.offset_key
@@ -23,8 +25,21 @@ def partition_db(table: Any, partition: int) -> Any:
     return table.data._db_for_partition(partition)
 
 
+@contextmanager
+def storage(what: str) -> Iterator[None]:
+    """Any error of RocksDB (rocksdict raises plain ``Exception("IO error: ...")``) as a ``StorageError``:
+    the disk, not the document, failed."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:
+        raise StorageError(f"RocksDB {what} failed: {exc}") from exc
+
+
 class FaustTableStore:
-    """``stream.index.store.KVStore`` over ``table``'s partition ``partition``."""
+    """``stream.index.store.KVStore`` over ``table``'s partition ``partition``; every RocksDB failure
+    is raised as ``StorageError``."""
 
     def __init__(self, table: Any, partition: int, output: Output, unlogged: bytes = b"") -> None:
         from rocksdict import WriteBatch
@@ -38,22 +53,26 @@ class FaustTableStore:
         self.unlogged = frozenset(unlogged)  # first bytes of keys kept out of the changelog
 
     def get(self, key: bytes) -> bytes | None:
-        value: bytes | None = self.db.get(key)
+        with storage("read"):
+            value: bytes | None = self.db.get(key)
         return value
 
     def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:
             return []
-        values: list[bytes | None] = self.db.get(list(keys))
+        with storage("read"):
+            values: list[bytes | None] = self.db.get(list(keys))
         return values
 
     def put(self, key: bytes, value: bytes) -> None:
-        self.db.put(key, value)
+        with storage("write"):
+            self.db.put(key, value)
         if key[:1] and key[0] not in self.unlogged:
             self.output.changelog(self.topic, self.partition, key, value)
 
     def delete(self, key: bytes) -> None:
-        self.db.delete(key)
+        with storage("write"):
+            self.db.delete(key)
         if key[:1] and key[0] not in self.unlogged:
             self.output.changelog(self.topic, self.partition, key, None)
 
@@ -77,7 +96,8 @@ class FaustTableStore:
             if key[0] not in unlogged:
                 logged.append(op)
         self.output.changelog_many(self.topic, self.partition, logged)
-        self.db.write(batch)
+        with storage("write"):
+            self.db.write(batch)
 
     def rebuild_unlogged(self, source: bytes,
                          derive: Callable[[bytes, bytes], Iterable[tuple[bytes, bytes]]]) -> int:
@@ -88,26 +108,29 @@ class FaustTableStore:
         for first in sorted(self.unlogged):
             for key, _ in self.scan_prefix(bytes([first])):
                 batch.delete(key)
-        self.db.write(batch)
+        with storage("write"):
+            self.db.write(batch)
         batch = self._write_batch_cls(raw_mode=True)
         written = 0
         for key, value in self.scan_prefix(source):
             for derived_key, derived_value in derive(key, value):
                 batch.put(derived_key, derived_value)
                 written += 1
-        self.db.write(batch)
+        with storage("write"):
+            self.db.write(batch)
         return written
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        it = self.db.iter()
-        it.seek(prefix)
-        while it.valid():
-            key = it.key()
-            if not key.startswith(prefix):
-                break
-            if key != FAUST_OFFSET_KEY:
-                yield key, it.value()
-            it.next()
+        with storage("scan"):
+            it = self.db.iter()
+            it.seek(prefix)
+            while it.valid():
+                key = it.key()
+                if not key.startswith(prefix):
+                    break
+                if key != FAUST_OFFSET_KEY:
+                    yield key, it.value()
+                it.next()
 
     def flush(self) -> None:
         """Durability comes from the changelog (flushed by the agent); RocksDB keeps its WAL."""

@@ -13,8 +13,9 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
+from stream.errors import UsageError
 from stream.service.settings import Settings
 
 
@@ -41,6 +42,10 @@ class VerdictStats:
             if "timestamp" in src and "processed_at" in verdict:
                 self.latencies.append(float(verdict["processed_at"]) - float(src["timestamp"]))
 
+    def forget(self, doc_id: str) -> None:
+        """A tombstone: the document was deleted, the compacted topic forgets it."""
+        self.latest.pop(doc_id, None)
+
     def table_counts(self) -> Counter[str]:
         return Counter(v["verdict"] for v in self.latest.values())
 
@@ -58,49 +63,107 @@ def open_consumer(settings: Settings, topic: str) -> Any:
     consumer = Consumer(settings.confluent(**{"group.id": "dedup-verdicts-tail", "enable.auto.commit": False,
                                               "auto.offset.reset": "earliest"}))
     meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-    if meta is None or meta.error is not None:
-        raise SystemExit(f"topic {topic} not found")
+    if meta is None or meta.error is not None or not meta.partitions:
+        consumer.close()
+        raise UsageError(f"topic {topic} does not exist on {settings.bootstrap} (start a worker, or `dedup topology "
+                         "apply`, to create it)")
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
     return consumer
 
 
-def tail(settings: Settings, topic: str, follow: bool, as_json: bool, idle_timeout: float = 5.0) -> VerdictStats:
-    from rich.console import Console
+COLUMNS = ("id", "verdict", "canonical", "similarity", "distance", "matches", "revised", "latency_ms")
 
+
+def row_of(v: dict[str, Any]) -> tuple[str, ...]:
+    """One verdict as table cells: the canonical's similarity and distance, the number of matches."""
+    latency = ""
+    if not v.get("revised") and (v.get("source") or {}).get("timestamp") and "processed_at" in v:
+        latency = f"{(v['processed_at'] - v['source']['timestamp']) * 1000:.0f}"
+    similarity = v.get("similarity")
+    return (str(v["id"]), str(v["verdict"]), str(v.get("canonical") or "-"),
+            "" if similarity is None else f"{similarity:.3f}",
+            "" if v.get("distance") is None else str(v["distance"]),
+            str(v.get("match_count", len(v.get("matches") or ()))), "yes" if v.get("revised") else "", latency)
+
+
+class VerdictPrinter:
+    """Verdicts as they come: a table with a header on a terminal, tab-separated lines (with a header
+    line) when piped, or the JSON records; never wrapped."""
+
+    def __init__(self, as_json: bool, stream: IO[str] | None = None) -> None:
+        self.as_json = as_json
+        self.stream = stream or sys.stdout
+        self.terminal = self.stream.isatty() and not as_json
+        self._header_done = False
+
+    def print(self, batch: list[dict[str, Any]]) -> None:
+        if not batch:
+            return
+        if self.as_json:
+            self.stream.write("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in batch))
+        elif self.terminal:
+            self._table(batch)
+        else:
+            if not self._header_done:
+                self.stream.write("\t".join(COLUMNS) + "\n")
+            self.stream.write("".join("\t".join(_cell(c) for c in row_of(v)) + "\n" for v in batch))
+        self._header_done = True
+        self.stream.flush()
+
+    def _table(self, batch: list[dict[str, Any]]) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(show_header=not self._header_done, box=None, pad_edge=False)
+        widths = (32, 14, 32, 10, 8, 7, 7, 10)
+        for name, width in zip(COLUMNS, widths, strict=True):
+            table.add_column(name, width=width, no_wrap=True, overflow="ellipsis",
+                             justify="right" if name in ("similarity", "distance", "matches", "latency_ms") else "left")
+        for v in batch:
+            table.add_row(*row_of(v))
+        Console(file=self.stream).print(table)
+
+    def note(self, text: str) -> None:
+        """A progress line: on a terminal only, so piped output stays one record a line."""
+        if self.terminal:
+            self.stream.write(text + "\n")
+
+
+def _cell(text: str) -> str:
+    return text.replace("\t", " ").replace("\n", " ")
+
+
+def tail(settings: Settings, topic: str, follow: bool, as_json: bool, idle_timeout: float = 5.0) -> VerdictStats:
     consumer = open_consumer(settings, topic)
     stats = VerdictStats()
-    console = Console(stderr=as_json)
+    printer = VerdictPrinter(as_json)
     last = time.monotonic()
     try:
         while True:
             msgs = consumer.consume(500, 0.5)
+            batch = []
             for msg in msgs:
-                if msg.error() or msg.value() is None:
+                if msg.error():
+                    continue
+                if msg.value() is None:
+                    if msg.key() is not None:
+                        stats.forget(msg.key().decode("utf-8", "replace"))
                     continue
                 v = json.loads(msg.value())
                 stats.add(v)
+                batch.append(v)
                 last = time.monotonic()
-                if as_json:
-                    sys.stdout.write(json.dumps(v, ensure_ascii=False) + "\n")
-                else:
-                    sim = v["matches"][0]["similarity"] if v.get("matches") else ""
-                    lat = ""
-                    if not v.get("revised") and v.get("source", {}).get("timestamp"):
-                        lat = f"{(v['processed_at'] - v['source']['timestamp']) * 1000:.0f}"
-                    console.print(f"{v['id'][:40]:40} {v['verdict']:15} {(v['canonical'] or '-')[:40]:40} "
-                                  f"{sim!s:6} {'yes' if v.get('revised') else '':4} {lat}")
-            if msgs and as_json:
-                sys.stdout.flush()
+            printer.print(batch)
             if not follow and time.monotonic() - last > idle_timeout:
                 break
-            if follow and msgs:
+            if follow and batch:
                 counts = stats.table_counts()
-                console.print(f"[dim]-- {len(stats.latest)} documents: {counts.get('unique', 0)} unique, "
-                              f"{counts.get('near_duplicate', 0)} near-duplicate, {counts.get('duplicate', 0)} "
-                              f"duplicate, {stats.revised} revisions[/dim]")
+                printer.note(f"-- {len(stats.latest)} documents: {counts.get('unique', 0)} unique, "
+                             f"{counts.get('near_duplicate', 0)} near-duplicate, {counts.get('duplicate', 0)} "
+                             f"duplicate, {stats.revised} revisions")
     except KeyboardInterrupt:
         pass
     finally:
         consumer.close()
-    console.print(json.dumps(stats.summary(), ensure_ascii=False))
+    print(json.dumps(stats.summary(), ensure_ascii=False), file=sys.stderr)
     return stats

@@ -2,6 +2,11 @@
 
 ``python -m stream.service.worker [--broker URL] [--data-dir DIR] ...`` is the same as
 ``dedup worker``; tests and the benchmark start workers this way as subprocesses.
+
+Exit codes (``stream.errors``): 0 after a clean stop (SIGTERM/SIGINT, every output delivered); 3 a data
+dir or settings problem; 4 no broker; 75 a fault that is not the input's (disk, producer): restart
+it; 70 a bug. Only a clean stop is recorded as one (``LocalStateGuard``): after anything else the next
+start rebuilds the local tables from the changelogs.
 """
 
 from __future__ import annotations
@@ -9,8 +14,12 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from stream.errors import EXIT_INTERNAL
 from stream.service.broker import EmbeddedBroker
+from stream.service.datadir import claim_data_dir
 from stream.service.settings import Settings
 
 log = logging.getLogger("dedup.worker")
@@ -26,7 +35,22 @@ def apply_topology(settings: Settings, say: Callable[[str], None] = print) -> No
         say(f"topology drift: {drift}")
 
 
+def broker_ping(settings: Settings) -> Callable[[float], None]:
+    """A metadata request to the broker (raises when it does not answer within the timeout)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(settings.confluent(logger=logging.getLogger("dedup.librdkafka")))
+
+    def ping(timeout: float) -> None:
+        admin.list_topics(timeout=timeout)
+
+    return ping
+
+
 def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
+    from stream.service.cli import ensure_reachable
+
+    lock = claim_data_dir(Path(settings.data_dir))
     broker: EmbeddedBroker | None = None
     if not settings.broker:
         broker = EmbeddedBroker().start()
@@ -34,43 +58,61 @@ def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
         say(f"no broker configured: started the embedded tansu broker on {broker.bootstrap} "
             "(in memory; nothing survives a restart). Set DEDUP_BROKER or --broker for a real cluster.")
     try:
+        ensure_reachable(settings)
         apply_topology(settings, say)
-        if settings.metrics_port:
-            from stream.service.metrics import serve
-
-            serve(settings.metrics_port)
-        import faust
-
-        from stream.service.app import DedupApp
-        from stream.service.faust_tuning import tune_gc
-        from stream.service.recovery import LocalStateGuard
-
-        dedup = DedupApp(settings)
-        tune_gc()  # after start-up: what it built stays out of every collection
-        guard = LocalStateGuard(dedup.app.conf.tabledir)
-        if guard.begin():
-            say("the last worker on this data dir did not stop cleanly: local tables dropped, "
-                "rebuilding them from the changelogs")
-        say(f"worker {settings.app_id}: {settings.broker}, data in {settings.data_dir}, "
-            f"{settings.partitions} partitions")
-        worker = faust.Worker(dedup.app, loglevel=settings.log_level, quiet=True)
-        try:
-            worker.execute_from_commandline()  # returns via SystemExit when the worker stops
-        finally:
-            dedup.ready.path.unlink(missing_ok=True)
-            guard.end(clean=dedup.output.close())
-        return 0
-    except SystemExit as exc:
-        return int(exc.code or 0) if isinstance(exc.code, int) else 0
+        return _run_faust(settings, say)
     finally:
         if broker is not None:
             broker.stop()
+        lock.release()
+
+
+def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
+    import faust
+
+    from stream.service.app import DedupApp
+    from stream.service.faust_tuning import tune_gc
+    from stream.service.health import Health, serve
+    from stream.service.logs import configure
+    from stream.service.recovery import LocalStateGuard
+
+    health = Health(broker_ping(settings))
+    dedup = DedupApp(settings, health)
+    dedup.ready.clear()  # a READY file left by a killed worker says nothing about this one
+    if settings.metrics_port:
+        serve(health, settings.metrics_host, settings.metrics_port)
+    health.watch_broker()
+    tune_gc()  # after start-up: what it built stays out of every collection
+    guard = LocalStateGuard(dedup.app.conf.tabledir)
+    if guard.begin():
+        say("the last worker on this data dir did not stop cleanly: local tables dropped, "
+            "rebuilding them from the changelogs")
+    say(f"worker {settings.app_id}: {settings.broker}, data in {settings.data_dir}, "
+        f"{settings.partitions} partitions")
+
+    class Worker(faust.Worker):
+        def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+            super().on_setup_root_logger(logger, level)
+            configure(logger, settings.log_format)
+
+    worker = Worker(dedup.app, loglevel=settings.log_level, quiet=True)
+    code: Any = EXIT_INTERNAL
+    try:
+        worker.execute_from_commandline()  # returns via SystemExit when the worker stops
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else EXIT_INTERNAL
+    finally:
+        dedup.ready.clear()
+        health.stop()
+        delivered = dedup.output.close()
+        guard.end(clean=code == 0 and worker.crash_reason is None and delivered)
+    return int(code)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from stream.service.cli import worker
+    from stream.cli import run
 
-    worker.main(args=argv if argv is not None else sys.argv[1:], prog_name="dedup worker")
+    run(["worker", *(argv if argv is not None else sys.argv[1:])])
 
 
 if __name__ == "__main__":

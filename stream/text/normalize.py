@@ -21,6 +21,7 @@ composing marks after a base letter) takes the reference path. 3 KB Chinese: ~50
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from functools import cache
@@ -39,6 +40,28 @@ _POOL = 0x80000000  # table value >= _POOL: several characters, at pool[value - 
 def collapse_whitespace(text: str) -> str:
     """Every whitespace run -> one space, ends stripped (str.split is the fastest way in CPython)."""
     return " ".join(text.split())
+
+
+def _spaced(char: str) -> bool:
+    """A character between which and another such a space separates words: letters and digits of
+    the scripts that write spaces (below the CJK blocks at U+2E80)."""
+    return char.isalnum() and char < "\u2e80"
+
+
+def exact_form(normalized: str) -> str:
+    """What "the same content" compares: ``normalized`` text without the spaces that separate no
+    words (a space stays only between two letters or digits of a spaced script). Two texts that
+    differ only by line breaks inside Chinese text, or around punctuation, have the same exact form,
+    as they have the same shingles."""
+    pieces = normalized.split(" ")
+    if len(pieces) == 1:
+        return normalized
+    out = [pieces[0]]
+    for before, piece in itertools.pairwise(pieces):
+        if before and piece and _spaced(before[-1]) and _spaced(piece[0]):
+            out.append(" ")
+        out.append(piece)
+    return "".join(out)
 
 
 def normalize_reference(text: str) -> str:
