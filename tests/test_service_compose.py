@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,51 @@ def test_compose_settings_are_real_worker_settings() -> None:
     env = {k: str(v) for k, v in _compose()["x-dedup-env"].items()}
     settings = load_settings(env=env)
     assert settings.broker == "kafka://kafka:9092" and settings.partitions == 8
+    assert (settings.metrics_host, settings.metrics_port) == ("0.0.0.0", 9100)
+
+
+def test_compose_builds_every_dedup_service_and_checks_worker_health() -> None:
+    services = _compose()["services"]
+    for name in ("topology", "worker", "cli"):
+        assert services[name]["build"] == "." and services[name]["image"] == "stream-dedup:latest", name
+    check = " ".join(services["worker"]["healthcheck"]["test"])
+    assert "/health" in check and ":9100/" in check
+    kafka = services["kafka"]
+    volume = next(v for v in kafka["volumes"] if v.startswith("kafka-data:"))
+    assert kafka["environment"]["KAFKA_LOG_DIRS"] == volume.split(":", 1)[1]  # the broker writes on the volume
+
+
+def _closure(name: str, seen: dict[str, list[str]]) -> None:
+    """Every distribution ``name`` needs (no extras), with the tags of the wheel it was installed from."""
+    import re
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        return
+    dist = metadata.distribution(name)
+    wheel = dist.read_text("WHEEL") or ""
+    seen[key] = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
+    for raw in dist.requires or []:
+        req = Requirement(raw)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            _closure(req.name, seen)
+
+
+def test_the_image_installs_without_a_compiler() -> None:
+    """The Dockerfile's `pip install .` on python:3.11-slim, which has no compiler, needs every dependency
+    as a wheel from the index or pure Python. pip tags a wheel it compiled itself with the bare platform
+    (``linux_x86_64``), an index wheel with a portable one (``manylinux_2_28_x86_64``), pure Python with
+    ``any``: this environment, installed the same way, must hold no self-compiled wheel."""
+    seen: dict[str, list[str]] = {}
+    _closure("stream-dedup", seen)
+    assert {"rjieba", "rocksdict", "numba", "confluent-kafka", "faust-streaming"} <= set(seen)
+    portable = re.compile(r"-(any|(many|musl)linux\w*|macosx\w*|win\w*)$")
+    compiled_here = {name: tags for name, tags in seen.items() if tags and not all(map(portable.search, tags))}
+    assert compiled_here == {}, f"built locally, needs a compiler in the image: {compiled_here}"
+    assert "jieba_fast" not in seen and "jieba-fast" not in seen
 
 
 def test_dockerfile_installs_the_project_and_runs_the_cli() -> None:

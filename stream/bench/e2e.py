@@ -228,12 +228,13 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
 
 
 @click.command()
-@click.option("--documents", "-n", type=int, default=4000, show_default=True)
-@click.option("--partitions", type=int, default=4, show_default=True)
+@click.option("--documents", "-n", type=int, default=4000, show_default=True, help="Documents per throughput run.")
+@click.option("--partitions", type=int, default=4, show_default=True, help="Partitions per topic.")
 @click.option("--rates", default="0.5", show_default=True,
               help="Offered rates for the latency runs, as fractions of the 1-worker peak (e.g. 0.25,0.5,0.75).")
 @click.option("--seconds", type=float, default=20.0, show_default=True, help="Length of each latency run.")
-@click.option("--out", type=click.Path(file_okay=False), default="bench-results", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default="bench-results", show_default=True,
+              help="Where the JSON and PNG go.")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="JSONL documents to publish (the first -n); default: copies of the bundled sample.")
 def command(documents: int, partitions: int, rates: str, seconds: float, out: str, corpus: Path | None) -> None:

@@ -41,11 +41,13 @@ def client_settings(config: str | None, **overrides: Any) -> Settings:
     return settings
 
 
-def ensure_reachable(settings: Settings, timeout: float = 10.0) -> None:
-    """Raise ``BrokerUnavailable`` unless the broker answers a metadata request within ``timeout``."""
+def ensure_reachable(settings: Settings) -> None:
+    """Raise ``BrokerUnavailable`` unless the broker answers a metadata request within the settings'
+    ``connect_timeout``."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    timeout = settings.connect_timeout
     admin = AdminClient(settings.confluent())
     try:
         admin.list_topics(timeout=timeout)
@@ -135,7 +137,7 @@ for _action in ("apply", "check"):
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (the broker advertises it to clients).")
-@click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True, help="Port to listen on.")
 def broker(host: str, port: int) -> None:
     """Run the embedded Kafka-compatible broker (tansu, in memory) in the foreground.
 

@@ -99,6 +99,7 @@ class Settings:
     metrics_host: str = "127.0.0.1"  # bind address of that port (0.0.0.0 in a container)
     log_level: str = "warning"
     log_format: str = "text"  # text | json (one object a line)
+    connect_timeout: float = 10.0  # seconds a command waits for the broker to answer before giving up
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)
@@ -151,7 +152,7 @@ def _coerce(name: str, raw: Any) -> Any:
             return int(raw)
         except ValueError as exc:
             raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
-    if name in {"batch_within", "rebalance_timeout"}:
+    if name in {"batch_within", "rebalance_timeout", "connect_timeout"}:
         try:
             return float(raw)
         except ValueError as exc:

@@ -1,0 +1,108 @@
+"""Ordinary mistakes get one line naming the problem and a documented exit code, never a traceback
+(``dedup`` run as a user runs it: a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def dedup(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stream", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "a", "text": "床前明月光，疑是地上霜。"}\n', encoding="utf-8")
+    return path
+
+
+def test_a_missing_input_file(tmp_path: Path) -> None:
+    one_line_error(dedup("scan", str(tmp_path / "nope.jsonl")), 2, "nope.jsonl", "does not exist")
+
+
+def test_an_output_path_that_cannot_be_written(docs: Path) -> None:
+    one_line_error(dedup("scan", str(docs), "--out", "/nonexistent/x.jsonl"), 2, "/nonexistent/x.jsonl",
+                   "No such file or directory")
+
+
+def test_rejected_lines_make_scan_exit_1_after_judging_every_good_line(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b'{"id": "a", "text": "one"}\n\xff\xfe\x00\x01binary\n{"id": "b", "text": "two"}\n')
+    result = dedup("scan", str(path))
+    one_line_error(result, 1, "line 2: not UTF-8: byte 0xff at position 0", "rejected 1")
+    assert result.stdout.count('"verdict"') == 2
+
+
+def test_an_unreachable_broker_is_named(docs: Path) -> None:
+    broker = f"kafka://127.0.0.1:{closed_port()}"
+    for args in (("topology", "check"), ("publish", str(docs)), ("verdicts",)):
+        result = dedup(*args, "--broker", broker, env={"DEDUP_CONNECT_TIMEOUT": "2"})
+        one_line_error(result, 4, "no Kafka broker answers at 127.0.0.1:", "waited 2 s")
+
+
+def test_a_client_command_without_a_broker_says_how_to_get_one(docs: Path, tmp_path: Path) -> None:
+    env = {"XDG_RUNTIME_DIR": str(tmp_path), "DEDUP_BROKER": ""}  # no `dedup broker` registered here
+    one_line_error(dedup("publish", str(docs), env=env), 2, "no broker", "--broker", "dedup broker")
+
+
+def test_bad_settings_and_data_dirs(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    one_line_error(dedup("worker", "--data-dir", str(a_file)), 2, "is a file")  # click checks the option
+    one_line_error(dedup("worker", env={"DEDUP_DATA_DIR": str(a_file)}), 3, "is a file")  # we check the setting
+    one_line_error(dedup("worker", "--data-dir", str(tmp_path / "no" / "such" / "dir")), 3, "does not exist")
+    one_line_error(dedup("worker", "--loglevel", "loud"), 2, "'loud' is not one of")
+    one_line_error(dedup("worker", env={"DEDUP_PARTITIONS": "many"}), 3, "partitions must be an integer")
+    config = tmp_path / "bad.yaml"
+    config.write_text("partitons: 3\n")
+    one_line_error(dedup("worker", "--config", str(config)), 3, "unknown setting 'partitons'")
+
+
+def test_debug_adds_the_traceback(tmp_path: Path) -> None:
+    result = dedup("--debug", "worker", "--data-dir", str(tmp_path / "no" / "such"))
+    assert result.returncode == 3 and "Traceback" in result.stderr and "does not exist" in result.stderr
+
+
+def test_help_lists_exit_codes_and_every_option_is_explained() -> None:
+    import click
+
+    from stream.cli import main
+
+    result = dedup("--help")
+    assert "Exit codes" in result.stdout and "75" in result.stdout
+
+    def walk(group: click.Group, path: str) -> None:
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            assert command is not None and command.help, f"{path} {name} has no help"
+            if isinstance(command, click.Group):
+                if name != "bench":
+                    walk(command, f"{path} {name}")
+                continue
+            for param in command.params:
+                if isinstance(param, click.Option) and param.name != "help":
+                    assert param.help, f"{path} {name}: {param.opts} has no help"
+
+    walk(main, "dedup")
