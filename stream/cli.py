@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "demo": "stream.service.cli:demo",
     "topology": "stream.service.cli:topology",
     "broker": "stream.service.cli:broker",
+    "reset": "stream.service.cli:reset",
 }
 BENCH_COMMANDS: dict[str, str] = {
     "accuracy": "stream.bench.accuracy:command",

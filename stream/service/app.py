@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import faust
 from faust.types import EventT
 
-from stream.errors import EXIT_INTERNAL, DedupError
+from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, DedupError
 from stream.fingerprint import FingerprintConfig
 from stream.index.records import DOC_NS, EXPIRY_NS
 from stream.service import metrics
@@ -28,7 +28,7 @@ from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_j
 from stream.service.offset_gaps import install_gap_guard, known_ends, request_seek
 from stream.service.output import Batch, Output
 from stream.service.pipeline import DocumentStage, GatherStage, Pipeline, ProbeStage, Record, Topics
-from stream.service.recovery import install_exact_recovery_bounds
+from stream.service.recovery import DATA_LOSS_MARKER, install_data_loss_check, install_exact_recovery_bounds
 from stream.service.settings import Settings
 from stream.service.tablestore import FaustTableStore
 
@@ -90,6 +90,7 @@ class DedupApp:
         set_fetch_max_wait(s.fetch_max_wait_ms)
         set_switch_interval()
         install_exact_recovery_bounds(s.confluent())
+        install_data_loss_check(self._on_data_loss)
         install_gap_guard()
         topology = s.topology()
         self.app = faust.App(
@@ -113,6 +114,7 @@ class DedupApp:
             value_serializer="raw",
             stream_buffer_maxsize=max(4096, s.batch_size * 8),
             consumer_max_fetch_size=4 << 20,
+            recovery_consistency_check=False,  # install_data_loss_check says it better
         )
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
@@ -182,6 +184,27 @@ class DedupApp:
         if store is None or store.db is not db:  # Faust reopened the partition after a rebalance
             store = cache[partition] = FaustTableStore(table, partition, self.output, unlogged)
         return store
+
+    def _on_data_loss(self, lost: list[str]) -> NoReturn:
+        """The broker no longer has what this worker's tables hold: stop (exit 3, the data dir marked
+        until ``dedup reset``) or, with ``on_broker_data_loss: rebuild``, exit 75 so that the restart
+        drops the local tables and starts from scratch."""
+        self.ready.clear()
+        what = "; ".join(lost[:4]) + (f" (and {len(lost) - 4} more)" if len(lost) > 4 else "")
+        if self.settings.on_broker_data_loss == "rebuild":
+            log.critical("the broker lost data this worker had (%s): on_broker_data_loss is 'rebuild', so the "
+                         "restart drops the local tables and starts from scratch (exit 75)", what)
+            code = EXIT_RESTART
+        else:
+            marker = Path(self.settings.data_dir) / DATA_LOSS_MARKER
+            marker.write_text(what + "\n")
+            log.critical("the broker lost data this worker had (%s). Its local state no longer matches the "
+                         "changelogs, and documents judged before are gone from the broker. To start from "
+                         "scratch: dedup reset --data-dir %s (or set on_broker_data_loss: rebuild). Exit 3.",
+                         what, self.settings.data_dir)
+            code = EXIT_CONFIG
+        logging.shutdown()
+        os._exit(code)
 
     def fatal(self, exc: BaseException, agent: str) -> NoReturn:
         """Stop the worker at once, its batch unacknowledged: the restarted worker re-reads the batch

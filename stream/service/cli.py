@@ -88,6 +88,31 @@ def worker(config: str | None, **overrides: Any) -> None:
     sys.exit(run_worker(settings, lambda m: click.echo(m, err=True)))
 
 
+@click.command()
+@click.option("--data-dir", type=click.Path(file_okay=False, exists=True), required=True,
+              help="The worker's data dir (DEDUP_DATA_DIR of the worker).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def reset(data_dir: str, yes: bool) -> None:
+    """Delete a stopped worker's local state, so that it starts from scratch: after the broker lost its data,
+    or to rebuild every table from the changelogs. Refused while a worker uses the data dir."""
+    from pathlib import Path
+
+    from stream.service.datadir import claim_data_dir
+    from stream.service.worker import reset_data_dir
+
+    path = Path(data_dir)
+    if not any((path / name).exists() for name in ("v1", "dedup.lock", "READY", "BROKER_DATA_LOST")):
+        raise UsageError(f"{path} does not look like a dedup worker's data dir: nothing deleted")
+    lock = claim_data_dir(path)
+    try:
+        if not yes:
+            click.confirm(f"delete every table and marker in {path}?", abort=True, err=True)
+        removed = reset_data_dir(path)
+    finally:
+        lock.release()
+    click.echo(f"reset {path}: removed {', '.join(removed) or 'nothing'}", err=True)
+
+
 @click.group()
 def topology() -> None:
     """Create missing topics (apply) or report drift (check), from topology/topics.yaml."""

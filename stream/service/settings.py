@@ -19,7 +19,7 @@ from topology import Topology, load_topology
 ENV_PREFIX = "DEDUP_"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 LOG_FORMATS = ("text", "json")
-_CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS}
+_CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS, "on_broker_data_loss": ("stop", "rebuild")}
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,9 @@ class Settings:
     metrics_host: str = "127.0.0.1"  # bind address of that port (0.0.0.0 in a container)
     log_level: str = "warning"
     log_format: str = "text"  # text | json (one object a line)
+    # when the broker has lost data this worker's tables already hold (a restarted in-memory broker, a
+    # deleted changelog): stop and say so (an operator runs `dedup reset`), or rebuild from scratch
+    on_broker_data_loss: str = "stop"
     connect_timeout: float = 10.0  # seconds a command waits for the broker to answer before giving up
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000

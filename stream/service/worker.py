@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stream.errors import EXIT_INTERNAL
+from stream.errors import EXIT_INTERNAL, ConfigError
 from stream.service.broker import EmbeddedBroker
 from stream.service.datadir import claim_data_dir
 from stream.service.settings import Settings
@@ -47,10 +47,45 @@ def broker_ping(settings: Settings) -> Callable[[float], None]:
     return ping
 
 
+def check_data_loss(settings: Settings, say: Callable[[str], None]) -> None:
+    """Refuse a data dir marked by a worker that found the broker's data gone, unless told to rebuild."""
+    from stream.service.recovery import DATA_LOSS_MARKER
+
+    marker = Path(settings.data_dir) / DATA_LOSS_MARKER
+    if not marker.exists():
+        return
+    if settings.on_broker_data_loss != "rebuild":
+        lost = marker.read_text().strip()
+        raise ConfigError(f"the broker lost data that the worker on {settings.data_dir} had ({lost}); to start "
+                          f"from scratch: dedup reset --data-dir {settings.data_dir} (or set on_broker_data_loss: "
+                          "rebuild)")
+    reset_data_dir(Path(settings.data_dir))
+    say(f"the broker lost data this worker had: {settings.data_dir} reset, starting from scratch")
+
+
+def reset_data_dir(path: Path) -> list[str]:
+    """Delete a worker's state in ``path`` (its lock file stays); returns what was removed."""
+    import shutil
+
+    from stream.service.datadir import LOCK_FILE
+
+    removed = []
+    for child in sorted(path.iterdir()):
+        if child.name == LOCK_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+        removed.append(child.name)
+    return removed
+
+
 def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
     from stream.service.cli import ensure_reachable
 
     lock = claim_data_dir(Path(settings.data_dir))
+    check_data_loss(settings, say)
     broker: EmbeddedBroker | None = None
     if not settings.broker:
         broker = EmbeddedBroker().start()
@@ -91,6 +126,10 @@ def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
         f"{settings.partitions} partitions")
 
     class Worker(faust.Worker):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.spinner = None  # a terminal spinner writes escape codes into every log
+
         def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
             super().on_setup_root_logger(logger, level)
             configure(logger, settings.log_format)
