@@ -81,12 +81,10 @@ def parse(html: str) -> Any:
 
 
 def strip_furniture(root: Any) -> None:
-    doomed = []
-    for el in root.iter():
-        tag = el.tag if isinstance(el.tag, str) else ""
-        # not tag: comments and processing instructions
-        if not tag or (tag not in _KEEP_ALWAYS and (tag in _DROP_TAGS or is_furniture(el))):
-            doomed.append(el)
+    # one XPath each for the tags and for the elements that have a class or id (most have neither)
+    doomed = [el for el in root.iter(*_DROP_TAGS)]
+    doomed += [el for el in root.xpath("//*[@class or @id]") if el.tag not in _KEEP_ALWAYS and is_furniture(el)]
+    doomed += list(root.xpath("//comment() | //processing-instruction()"))
     for el in doomed:
         if el.getparent() is not None:
             el.drop_tree()  # keeps the element's tail: it is text of the parent
