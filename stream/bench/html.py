@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from stream.bench.common import DEFAULT_OUT, pyplot, save_json
+from stream.bench.common import DEFAULT_OUT, commit, pyplot, save_json
 from stream.bench.web.evaluate import extraction_figures, load_pages, load_truth
 from stream.bench.web.tracks import DEFAULT_CACHE, track_paths
 
@@ -92,14 +92,6 @@ def peer_versions() -> dict[str, str]:
         except PackageNotFoundError:
             found[name] = "not installed"
     return found
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[2])
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=Path(__file__).resolve().parents[2]).stdout.strip()
-    return (done.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
 
 
 def chart(results: dict[str, Any], path: Path) -> None:

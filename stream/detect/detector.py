@@ -21,7 +21,7 @@ from stream.index import BlockIndex
 # shingles is in the longer one and the shorter has at least CONTAINMENT_MIN_SHINGLES distinct shingles
 # (about that many characters of Chinese or words of English; shorter texts are contained by chance).
 CONTAINMENT_THRESHOLD = 0.8
-CONTAINMENT_MIN_SHINGLES = 100
+CONTAINMENT_MIN_SHINGLES = 200
 
 
 def relation(ov: Overlap, threshold: float, containment_threshold: float, min_shingles: int) -> str | None:

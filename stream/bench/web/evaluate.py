@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from stream.bench.accuracy import Pair, Track, pair, run_datasketch, run_simhash_peer
-from stream.bench.common import DEFAULT_OUT, pyplot, save_json
+from stream.bench.common import DEFAULT_OUT, commit, pyplot, save_json
 from stream.bench.web.tracks import DEFAULT_CACHE, overlap, track_paths, truth_shingles
 from stream.detect import Detector
 from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
@@ -75,6 +75,18 @@ def extraction_figures(pages: list[dict[str, Any]], truth: dict[Pair, dict[str, 
                "fidelity": _summary([x for v in fidelity.values() for x in v]),
                "fidelity_by_site": {site: _summary(v) for site, v in sorted(fidelity.items())}}
     return figures, texts
+
+
+def registry_tracks(cache: Path = DEFAULT_CACHE) -> list[Track]:
+    """The crawl tracks as ``dedup bench accuracy`` tracks: documents are the HTML pages, and every pair
+    listed is a true pair ("same source article"). Peers should get the extracted text (``text_track``)."""
+    return [Track.load(name, docs, pairs) for name, (docs, pairs) in track_paths(cache / "tracks").items()]
+
+
+def text_track(track: Track, backend: str = "fast") -> Track:
+    """``track`` with each page's HTML replaced by the text our extractor gives: the peers' input."""
+    docs = [{"id": d["id"], "text": extract(d["text"], backend=backend).text} for d in track.docs]
+    return Track(track.name, docs, track.truth, {d["id"]: len("".join(d["text"].split())) for d in docs})
 
 
 def run_detector(pages: list[dict[str, Any]], config: FingerprintConfig, containment_threshold: float,
@@ -183,7 +195,8 @@ def command(cache: Path, extractors: str, containment_threshold: float, containm
         results[name] = evaluate_track(name, docs, pairs, [e for e in extractors.split(",") if e], config,
                                        containment_threshold, containment_min_shingles)
     manifest = json.loads((cache / "tracks" / "manifest.json").read_text())
-    target = save_json(out_dir, "crawl", {"config": config.describe(), "containment_threshold": containment_threshold,
+    target = save_json(out_dir, "crawl", {"commit": commit(), "config": config.describe(),
+                                          "containment_threshold": containment_threshold,
                                           "containment_min_shingles": containment_min_shingles,
                                           "tracks_manifest": manifest, "results": results})
     chart(results, Path(out_dir) / "crawl.png")
