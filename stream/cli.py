@@ -33,6 +33,9 @@ BENCH_COMMANDS: dict[str, str] = {
     "fingerprint": "stream.bench.fingerprint:command",
     "index": "stream.bench.index:command",
     "e2e": "stream.bench.e2e:command",
+    "crawl-tracks": "stream.bench.web.tracks:command",
+    "crawl": "stream.bench.web.evaluate:command",
+    "html": "stream.bench.html:command",
 }
 
 

@@ -12,7 +12,7 @@ OTHER = "春眠不覺曉，處處聞啼鳥。夜來風雨聲，花落知多少�
 
 def test_a_replaced_record_is_verified_with_its_new_content() -> None:
     fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
-    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.bands))
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
 
     def probe(doc_id: str, text: str, ts: float) -> list[str]:
         fp = fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text}))

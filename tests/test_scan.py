@@ -110,6 +110,27 @@ def test_web_pages_same_article_two_templates(tmp_path: Path) -> None:
     assert pairs == {frozenset((f"{k}/portal", f"{k}/blog")) for k in ARTICLES}
 
 
+def test_a_truncated_page_is_reported_as_contained(tmp_path: Path) -> None:
+    from fixtures.html_pages import ARTICLES, build_page
+
+    long_article = max((a for a in ARTICLES.values() if a.lang == "en"), key=lambda a: len(a.text))
+    truncated = build_page(long_article.key, "blog")
+    for paragraph in long_article.paragraphs[-3:]:  # the last three go: Jaccard well below 0.8
+        truncated = truncated.replace(f"<p>{paragraph}</p>", "")
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in
+                           (("full", build_page(long_article.key, "portal")), ("cut", truncated))))
+    state = tmp_path / "state"
+    verdicts, _ = run_scan(str(src), "--state", str(state), "--containment-min-shingles", "20")
+    (match,) = verdicts[1]["matches"]
+    assert match["id"] == "full" and match["relation"] == "contained"
+    assert match["similarity"] < 0.8 <= match["containment"]
+    meta = json.loads((state / "meta.json").read_text())
+    assert meta["containment_threshold"] == 0.8 and meta["containment_min_shingles"] == 20
+    verdicts, _ = run_scan(str(src), "--containment-threshold", "0")
+    assert verdicts[1]["matches"] == []
+
+
 def test_stream_idf_is_learned_and_kept_in_state(tmp_path: Path) -> None:
     state = tmp_path / "state"
     run_scan(str(FIXTURES / "tang_small.jsonl"), "--state", str(state), "--weighting", "tfidf", "--idf", "stream")

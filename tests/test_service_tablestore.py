@@ -143,7 +143,7 @@ def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_r
     empty = stage(open_store(tmp_path / "empty", LogOutput()))
     assert empty.detector(0).index.cache.complete
     out = LogOutput()
-    index = BlockIndex(None, k=K, bands=FingerprintConfig().bands, store=open_store(tmp_path / "live", out))  # type: ignore[arg-type]
+    index = BlockIndex(None, k=K, bands=FingerprintConfig().band_tables, store=open_store(tmp_path / "live", out))  # type: ignore[arg-type]
     docs = make_set(4, K, 30, "uniform")
     for doc_id, fp in docs.items():
         index.insert(fp, doc_id)

@@ -103,6 +103,11 @@ def test_gather_a_revision_of_a_version_not_yet_seen_waits_for_its_header() -> N
 def test_wire_formats_round_trip() -> None:
     m = Match("x", 3, 0.85, (1.5, "x"), True, 0xF00)
     assert Match.from_wire(m.to_wire()) == m
+    contained = Match("y", 9, 0.52, (2.5, "y"), False, 0xF01, containment=0.93, relation="contained")
+    assert Match.from_wire(contained.to_wire()) == contained
+    # the shorter forms written before containment (and before simhash) are still read: similar matches
+    assert Match.from_wire(["z", 2, 0.9, 1.0, "z", False, 7]) == Match("z", 2, 0.9, (1.0, "z"), False, 7)
+    assert Match.from_wire(["z", 2, 0.9, 1.0, "z", False]) == Match("z", 2, 0.9, (1.0, "z"), False)
     header = Header("d", "t:0:1", 2, SRC, (2.0, "d"), 0xABC, "s1")
     item = ProbeItem("d", "t:0:1", b"\x00\x01", (2.0, "d"), [0, 5], header)
     assert ProbeItem.from_json(item.to_json()) == item

@@ -69,7 +69,7 @@ def test_recrawl_with_other_counters_and_sidebar_is_identical() -> None:
 def test_title_is_found_without_site_name(extracted) -> None:
     for (key, _template), page in extracted.items():
         assert page.title == ARTICLES[key].title
-        assert page.method == "trafilatura"
+        assert page.method == "fast"  # every fixture page is sure enough for the fast extractor
 
 
 def test_scripts_styles_and_counters_never_in_text(extracted) -> None:

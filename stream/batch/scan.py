@@ -12,8 +12,9 @@ from typing import IO, Any
 
 import click
 
-from stream.batch.state import ScanState, open_state
+from stream.batch.state import Matching, ScanState, open_state
 from stream.detect import MAX_MATCHES, build_verdict
+from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
 from stream.errors import EXIT_REJECTED, DocumentError
 from stream.fingerprint import FingerprintConfig, parse_document
 from stream.fingerprint.schema import SIMHASH_FEATURES
@@ -87,23 +88,35 @@ def _progress_lines(path: str, lines: Iterator[tuple[int, bytes]], total: int | 
               "(README, Short texts); 0: off.")
 @click.option("--max-matches", type=click.IntRange(1), default=MAX_MATCHES, show_default=True,
               help="Matches a verdict lists at most (match_count has them all).")
+@click.option("--containment-threshold", type=click.FloatRange(0, 1), default=CONTAINMENT_THRESHOLD,
+              show_default=True, help="Below --threshold, still report a pair as 'contained' when this share of "
+              "the shorter document's shingles is in the longer one (0: off).")
+@click.option("--containment-min-shingles", type=click.IntRange(0), default=CONTAINMENT_MIN_SHINGLES,
+              show_default=True, help="The shorter document needs this many distinct shingles to be 'contained' "
+              "(about as many characters of Chinese, or words of English).")
+@click.option("--prefix-bands", type=click.IntRange(0, 64), default=FingerprintConfig.prefix_bands,
+              show_default=True, help="LSH band tables over the first characters of each document: they find "
+              "truncated and excerpted copies as candidates (0: none).")
 @click.option("--errors", "errors_file", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Also write each rejected line as a JSON line {line, code, error} to this file.")
 def command(infile: str, outfile: str, k: int, threshold: float, state_dir: str | None, segmenter: str,
             simhash_features: str, weighting: str, idf: str, bands: int, short_text_chars: int, max_matches: int,
+            containment_threshold: float, containment_min_shingles: int, prefix_bands: int,
             errors_file: str | None) -> None:
     """Judge every document of INFILE (JSONL, '-' for stdin) against all earlier ones.
 
     One verdict line per document, in input order. A bad line is reported on standard error with its
     number and reason and skipped."""
     config = FingerprintConfig(segmenter=segmenter, simhash_features=simhash_features,
-                               weighting=weighting, idf=idf, bands=bands, short_text_chars=short_text_chars)
+                               weighting=weighting, idf=idf, bands=bands, short_text_chars=short_text_chars,
+                               prefix_bands=prefix_bands)
+    matching = Matching(threshold, containment_threshold, containment_min_shingles)
     started = time.perf_counter()
     with ExitStack() as stack:
         source: Any = (sys.stdin.buffer if infile == "-" else stack.enter_context(open(infile, "rb")))
         out = sys.stdout if outfile == "-" else stack.enter_context(open(outfile, "w", encoding="utf-8"))
         err = None if errors_file is None else stack.enter_context(open(errors_file, "w", encoding="utf-8"))
-        state = open_state(state_dir, config, k, threshold)
+        state = open_state(state_dir, config, k, matching)
         stack.callback(state.close)
         lines = iter_lines(source)
         if sys.stderr.isatty() and infile != "-":

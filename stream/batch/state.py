@@ -14,9 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from stream.detect import Detector
+from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter
 from stream.index import BlockIndex
+
+
+@dataclass(frozen=True)
+class Matching:
+    """When two documents are reported: the detector's settings (recorded in meta.json)."""
+
+    threshold: float = 0.8
+    containment_threshold: float = CONTAINMENT_THRESHOLD
+    containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES
+
+    def detector(self, index: BlockIndex) -> Detector:
+        return Detector(index, self.threshold, containment_threshold=self.containment_threshold,
+                        containment_min_shingles=self.containment_min_shingles)
 
 
 @dataclass
@@ -43,14 +57,15 @@ class ScanState:
 
 def _meta(fp: Fingerprinter, det: Detector, next_seq: int) -> dict[str, Any]:
     return {"schema": fp.schema, "fingerprint": fp.config.describe(fp.segmenter.settings), "k": det.index.k,
-            "threshold": det.threshold, "next_seq": next_seq}
+            "threshold": det.threshold, "containment_threshold": det.containment_threshold,
+            "containment_min_shingles": det.containment_min_shingles, "next_seq": next_seq}
 
 
-def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: float) -> ScanState:
+def open_state(path: str | None, config: FingerprintConfig, k: int, matching: Matching) -> ScanState:
     fingerprinter = Fingerprinter(config, idf_path=str(Path(path) / "idf.json") if path else None)
     if path is None:
-        index = BlockIndex(None, k=k, bands=config.bands)
-        return ScanState(fingerprinter, Detector(index, threshold), 0, None)
+        index = BlockIndex(None, k=k, bands=config.band_tables)
+        return ScanState(fingerprinter, matching.detector(index), 0, None)
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     next_seq = 0
@@ -64,9 +79,9 @@ def open_state(path: str | None, config: FingerprintConfig, k: int, threshold: f
             raise ConfigError(f"state {root} was built with k={meta['k']}, not k={k}")
         next_seq = int(meta["next_seq"])
     try:
-        index = BlockIndex(str(root / "index"), k=k, bands=config.bands)
+        index = BlockIndex(str(root / "index"), k=k, bands=config.band_tables)
     except ValueError as exc:  # e.g. an index of an older format: say which directory, without a traceback
         raise ConfigError(f"state {root}: {exc}") from exc
-    state = ScanState(fingerprinter, Detector(index, threshold), next_seq, root)
+    state = ScanState(fingerprinter, matching.detector(index), next_seq, root)
     state.save()
     return state

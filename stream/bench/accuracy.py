@@ -69,7 +69,7 @@ def _as_input(doc: dict[str, Any]) -> dict[str, Any]:
 
 def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool) -> set[Pair]:
     fingerprinter = Fingerprinter(config)
-    index = BlockIndex(None, k=k, bands=config.bands if verify else 0)
+    index = BlockIndex(None, k=k, bands=config.band_tables if verify else 0)
     detector = Detector(index)
     found: set[Pair] = set()
     for seq, raw in enumerate(track.docs):

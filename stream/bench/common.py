@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -41,3 +42,12 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def commit() -> str:
+    """The checkout's short commit, with "+dirty" when tracked files differ from it."""
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, cwd=root).stdout.strip()
+    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty else "")

@@ -11,9 +11,27 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection
 
-from stream.detect.verdict import Match, Order, Verdict, build_verdict
-from stream.fingerprint import Fingerprint, similarity
+from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
+from stream.fingerprint import Fingerprint
+from stream.fingerprint.similarity import Overlap, overlap
 from stream.index import BlockIndex
+
+# Containment rule defaults (docs/detect.md, "Decisions"): a pair whose similarity is below the
+# threshold is still reported, as "contained", when at least this share of the shorter document's
+# shingles is in the longer one and the shorter has at least CONTAINMENT_MIN_SHINGLES distinct shingles
+# (about that many characters of Chinese or words of English; shorter texts are contained by chance).
+CONTAINMENT_THRESHOLD = 0.8
+CONTAINMENT_MIN_SHINGLES = 200
+
+
+def relation(ov: Overlap, threshold: float, containment_threshold: float, min_shingles: int) -> str | None:
+    """SIMILAR when the score reaches ``threshold``; else CONTAINED when the containment reaches
+    ``containment_threshold`` (0 turns the rule off) and the shorter text is long enough; else None."""
+    if ov.score >= threshold:
+        return SIMILAR
+    if 0 < containment_threshold <= ov.containment and ov.smaller >= min_shingles:
+        return CONTAINED
+    return None
 
 # Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
 # documents candidates again and again (docs/service.md, "Probe stage"). Keyed by the payload's
@@ -30,10 +48,14 @@ class Detector:
     be the fingerprint's doc id.
     """
 
-    def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False) -> None:
+    def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False,
+                 containment_threshold: float = CONTAINMENT_THRESHOLD,
+                 containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES) -> None:
         self.index = index
         self.threshold = threshold
         self.mu = mu
+        self.containment_threshold = containment_threshold
+        self.containment_min_shingles = containment_min_shingles
         # once: the caller probes a document's tables in disjoint groups (the service's partitions);
         # a candidate within distance k is verified and reported by one group only (BlockIndex.query).
         # Near-duplicate clusters collide in every table, and were verified in every partition.
@@ -56,12 +78,13 @@ class Detector:
                 continue
             seen += 1
             other = fingerprint_of(hit.payload)
-            score = similarity(fp, other, fp.spec, self.mu)
-            if score >= self.threshold:
+            ov = overlap(fp, other, fp.spec, self.mu)
+            kind = relation(ov, self.threshold, self.containment_threshold, self.containment_min_shingles)
+            if kind is not None:
                 self.verified += 1
-                matches.append(Match(hit.doc_id, (fp.simhash ^ other.simhash).bit_count(), score,
+                matches.append(Match(hit.doc_id, (fp.simhash ^ other.simhash).bit_count(), ov.score,
                                      (hit.ts, hit.doc_id), exact=fp.content_hash == other.content_hash,
-                                     simhash=other.simhash))
+                                     simhash=other.simhash, containment=ov.containment, relation=kind))
         self.candidates += seen
         if insert:
             self.insert(fp, order, tables, fp_bytes)

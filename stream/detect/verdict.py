@@ -30,6 +30,7 @@ MAX_MATCHES = 50  # default number of matches a verdict lists
 # ids remembered for an exact match_count; beyond, matches are counted without checking for repeats
 # (only a redelivered revision repeats one), which keeps a summary under ~0.7 MB as JSON
 SEEN_LIMIT = 65_536
+SIMILAR, CONTAINED = "similar", "contained"  # Match.relation
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,24 @@ class Match:
     order: Order
     exact: bool = False  # same normalized content (stream.text.normalize.exact_form)
     simhash: int = 0  # the matched document's SimHash: names the version of it that matched
+    containment: float = 0.0  # share of the shorter document's shingles found in the longer one
+    relation: str = SIMILAR  # SIMILAR: similarity >= threshold; CONTAINED: below it, containment above its own
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "distance": self.distance, "similarity": round(self.similarity, 4)}
+        return {"id": self.id, "distance": self.distance, "similarity": round(self.similarity, 4),
+                "containment": round(self.containment, 4), "relation": self.relation}
 
     def to_wire(self) -> list[Any]:
         """Compact form for internal messages and stored state."""
-        return [self.id, self.distance, self.similarity, self.order[0], self.order[1], self.exact, self.simhash]
+        return [self.id, self.distance, self.similarity, self.order[0], self.order[1], self.exact, self.simhash,
+                self.containment, self.relation]
 
     @classmethod
     def from_wire(cls, w: list[Any]) -> Match:
+        """Also reads the shorter forms written before the later fields (simhash 0; containment 0, similar)."""
         return cls(str(w[0]), int(w[1]), float(w[2]), (float(w[3]), str(w[4])), bool(w[5]),
-                   int(w[6]) if len(w) > 6 else 0)
+                   int(w[6]) if len(w) > 6 else 0, float(w[7]) if len(w) > 8 else 0.0,
+                   str(w[8]) if len(w) > 8 else SIMILAR)
 
 
 def _nearness(m: Match) -> tuple[int, Order]:

@@ -14,6 +14,7 @@ from typing import Any
 import mmh3
 import numpy as np
 
+from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.document import Document
 from stream.fingerprint.features import (
     COUNT_WEIGHTINGS,
@@ -25,6 +26,7 @@ from stream.fingerprint.features import (
 from stream.fingerprint.fused import shingle_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
+from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.similarity import SHORT_SPEC, SIDE_SPEC
 from stream.fingerprint.sketch import Sketch, SketchSpec, make_sketch
@@ -181,6 +183,10 @@ class Fingerprinter:
         # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
         parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, bands=cfg.bands,
                               rows=cfg.rows, vote=by_shingles)
+        bands = parts.bands
+        if cfg.prefix_bands and parts.bands:
+            bands = bands + lsh_bands(shingle_hashes(content[: cfg.prefix_chars], cfg.char_n, cfg.word_n),
+                                      cfg.prefix_bands, cfg.prefix_rows)
         short = None
         if cfg.short_text_chars and len(compact := content.replace(" ", "")) <= cfg.short_text_chars:
             # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams
@@ -191,7 +197,7 @@ class Fingerprinter:
             simhash=parts.simhash if by_shingles else self._simhash(content, title, doc),
             content_hash=mmh3.hash_bytes(exact_form(content).encode()),
             sketch=parts.sketch,
-            bands=parts.bands,
+            bands=bands,
             schema=self.schema,
             spec=self.spec,
             side=side,

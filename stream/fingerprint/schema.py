@@ -40,7 +40,14 @@ class FingerprintConfig:
     sketch_bits: int = 1
     bands: int = 16
     rows: int = 5
-    html_backend: str = "trafilatura"
+    # LSH bands over the shingles of the first ``prefix_chars`` characters of the content only, in
+    # band tables after the ``bands`` ones: a truncated or excerpted repost keeps its original's
+    # beginning, so it collides there even when its Jaccard to the whole original is low
+    # (docs/detect.md, "Decisions").
+    prefix_bands: int = 8
+    prefix_rows: int = 5
+    prefix_chars: int = 400
+    html_backend: str = "fast"  # stream.text.html.EXTRACTORS
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -50,8 +57,15 @@ class FingerprintConfig:
             raise ConfigError("sketch_bits must be 1, 2, 4 or 8 and sketch_bytes >= 16")
         if self.idf not in ("jieba", "stream"):
             raise ConfigError("idf must be 'jieba' or 'stream'")
-        if self.bands < 0 or self.rows < 1:
-            raise ConfigError("bands must be >= 0 and rows >= 1")
+        if self.bands < 0 or self.rows < 1 or self.prefix_bands < 0 or self.prefix_rows < 1:
+            raise ConfigError("bands and prefix_bands must be >= 0, rows and prefix_rows >= 1")
+        if self.prefix_bands and self.prefix_chars < self.char_n:
+            raise ConfigError(f"prefix_chars must be >= char_n ({self.char_n})")
+
+    @property
+    def band_tables(self) -> int:
+        """LSH band tables an index needs for these fingerprints (whole-document and prefix bands)."""
+        return self.bands + self.prefix_bands
 
     def with_(self, **changes: Any) -> FingerprintConfig:
         return replace(self, **changes)

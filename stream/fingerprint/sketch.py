@@ -84,6 +84,22 @@ def _low_bits(mins: np.ndarray, bits: int) -> np.ndarray:
     return out
 
 
+def estimate_containment(a: Sketch, b: Sketch, spec: SketchSpec, jaccard: float | None = None) -> float:
+    """Share of the smaller set's shingles found in the larger one: exact for two exact sketches,
+    else from the Jaccard estimate and the set sizes (Broder 1997): |A n B| = J (|A| + |B|) / (1 + J).
+
+    The error of the estimate grows with the size ratio: with r = |B| / |A| >= 1 it is the Jaccard
+    estimate's error times (1 + r) / (1 + J)^2 (about 2.3x at r = 3, J = 1/3).
+    """
+    small = min(a.size, b.size)
+    if small == 0:
+        return 1.0 if a.size == b.size else 0.0
+    if a.kind == _KIND_EXACT and b.kind == _KIND_EXACT:
+        return len(np.intersect1d(a.data, b.data, assume_unique=True)) / min(len(a.data), len(b.data))
+    j = estimate_jaccard(a, b, spec) if jaccard is None else jaccard
+    return min(1.0, j * (a.size + b.size) / (1.0 + j) / small)
+
+
 def estimate_jaccard(a: Sketch, b: Sketch, spec: SketchSpec) -> float:
     """Jaccard estimate: exact for two exact sketches, b-bit MinHash otherwise."""
     if a.size == 0 or b.size == 0:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stream.detect import MAX_MATCHES, Detector, Match, verdict_of
+from stream.detect import MAX_MATCHES, Detector, verdict_of
 from stream.detect.detector import fingerprint_of
 from stream.errors import DocumentError, StorageError
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
@@ -138,7 +138,7 @@ class DocumentStage:
     def __init__(self, config: FingerprintConfig, k: int, topics: Topics, output: Output) -> None:
         self.fingerprinter = Fingerprinter(config)
         # routing only needs the table layout (k, bands), never any state
-        self.router = BlockIndex(None, k=k, bands=config.bands, store=MemoryStore())
+        self.router = BlockIndex(None, k=k, bands=config.band_tables, store=MemoryStore())
         self.topics = topics
         self.dead = DeadLetters(output, topics.dlq)
 
@@ -230,7 +230,7 @@ class ProbeStage:
         # The index is made before anything writes the partition, so that it sees an empty one. A
         # restored partition gets the same shortcut for the top-level buckets its records do not
         # reach (root_filter: one scan of its records on open; docs/service.md, "Restored partitions").
-        index = BlockIndex(None, k=self.k, bands=self.config.bands, store=buffered, sole_writer=True,
+        index = BlockIndex(None, k=self.k, bands=self.config.band_tables, store=buffered, sole_writer=True,
                            root_filter=True)
         rebuild = getattr(store, "rebuild_unlogged", None)
         if rebuild is not None:
@@ -305,7 +305,7 @@ class ProbeStage:
         exact_of = {m.id: m.exact for m in matches}
         for m in matches:
             if m.order > item.order:
-                mine = Match(item.doc, m.distance, m.similarity, item.order, exact_of[m.id], fp.simhash)
+                mine = replace(m, id=item.doc, order=item.order, exact=exact_of[m.id], simhash=fp.simhash)
                 out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
                 metrics.REVISIONS.inc()
 
@@ -407,7 +407,7 @@ class Pipeline:
         index's compiled kernels. Twice, so the second probe finds the first (the match path). The
         text is long enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
         fingerprinter = self.documents.fingerprinter
-        index = BlockIndex(None, k=self.probes.k, bands=self.probes.config.bands, store=MemoryStore())
+        index = BlockIndex(None, k=self.probes.k, bands=self.probes.config.band_tables, store=MemoryStore())
         detector = Detector(index, threshold=self.probes.threshold)
         for n, doc_id in enumerate(("warm-up-1", "warm-up-2")):
             doc = parse_document({"id": doc_id, "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 10})

@@ -1,7 +1,10 @@
 """Web pages: main content and title out of raw HTML, site template left out.
 
-Backends (docs/text.md has the measurements on the pages of tests/fixtures/html_pages.py):
-- ``trafilatura`` (default): removes navigation, sidebars of other headlines, footers, ads, counters,
+Backends (docs/text.md has the measurements on the crawl tracks and on tests/fixtures/html_pages.py):
+- ``fast`` (default): template filtering on one lxml parse (``stream.text.main_text``); when it is
+  not sure of its result (little prose, mostly link text) the page goes to trafilatura instead, so
+  each page is extracted once by one extractor or, rarely, by both.
+- ``trafilatura``: removes navigation, sidebars of other headlines, footers, ads, counters,
   comments (comments are not the article). Tuned for CJK: its minimum extraction size is lowered
   so that short Chinese articles are not replaced by its whole-page fallback (see below).
 - ``resiliparse``: ~10-20x faster, ``main_content=True`` heuristics; keeps more page furniture.
@@ -19,7 +22,7 @@ from functools import cache
 from html.parser import HTMLParser
 from typing import Any
 
-EXTRACTORS = ("trafilatura", "resiliparse", "strip")
+EXTRACTORS = ("fast", "trafilatura", "resiliparse", "strip")
 
 # An HTML document or fragment: a doctype, a comment, or a well-known tag near the start, or at least
 # two tags that close (so "a < b and c > d" in plain text is not HTML).
@@ -32,7 +35,9 @@ _HTML_TAG = re.compile(
     re.IGNORECASE,
 )
 _CLOSING_TAG = re.compile(r"</[a-z][a-z0-9]*\s*>", re.IGNORECASE)
-_SPACES = re.compile(r"[ \t\r\f\v]+")
+_SPACES = re.compile(r"[^\S\n]+")  # whitespace but line breaks
+_LINE_BREAK = re.compile(r"\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines splits on
+_NEWLINE_RUN = re.compile(r" ?\n[\n ]*")  # a line break with the spaces and blank lines around it
 # Page furniture that extractors keep inside the article block: publication timestamps with a time
 # of day (a date alone may be content: "2024-06-01 起实施") and view/comment counters. Removed so two
 # crawls of one page, or one article on two sites, do not differ by them.
@@ -41,6 +46,7 @@ _TIMESTAMP = re.compile(
     r"\d{4}[-/.年]\d{1,2}[-/.月]\d{1,2}日?\s*\d{1,2}:\d{2}(?::\d{2})?",
     re.IGNORECASE,
 )
+_CLOCK = re.compile(r"\d:\d\d")
 _COUNTER = re.compile(
     r"(?:阅读|浏览|点击|访问|围观|评论|回复|点赞)(?:量|数|次数)?\s*[:：]?\s*\d[\d,]*\s*次?"
     r"|\d[\d,]*\s*(?:次阅读|人阅读|次浏览|人浏览|条评论|人围观)"
@@ -48,15 +54,18 @@ _COUNTER = re.compile(
     re.IGNORECASE,
 )
 _HAS_WORD = re.compile(r"[^\W_]")
+# Sphinx-style pilcrow header links and list bullets written into the text: one site's template
+# puts them in, another's does not.
+_PILCROW = re.compile(r"\s*¶")
+_BULLET = re.compile(r"^[ \t]*[-•·▪◦●‣][ \t]+", re.MULTILINE)  # not "*": man pages mark options with it
 _TABLE_EDGE = re.compile(r"^[|\s]+|[|\s]+$", re.MULTILINE)
-_BLANK_LINES = re.compile(r"\n\s*\n+")
 
 
 @dataclass(frozen=True)
 class ExtractedPage:
     title: str | None
     text: str
-    method: str  # "trafilatura" | "resiliparse" | "strip"
+    method: str  # "fast" | "trafilatura" | "resiliparse" | "strip"
 
 
 def looks_like_html(text: str) -> bool:
@@ -68,9 +77,10 @@ def looks_like_html(text: str) -> bool:
 
 
 def _tidy(text: str) -> str:
-    """Collapse runs of spaces, keep one newline between paragraphs, strip."""
-    lines = (_SPACES.sub(" ", line).strip() for line in text.splitlines())
-    return _BLANK_LINES.sub("\n", "\n".join(line for line in lines if line)).strip()
+    """Collapse runs of spaces, keep one newline between paragraphs, strip (three passes over the
+    whole text: per line, this was a third of the extraction time on documentation pages)."""
+    text = _SPACES.sub(" ", _LINE_BREAK.sub("\n", text))
+    return _NEWLINE_RUN.sub("\n", text).strip()
 
 
 class _TagStripper(HTMLParser):
@@ -128,68 +138,48 @@ def strip_tags(html: str) -> ExtractedPage:
 
 # trafilatura's MIN_EXTRACTED_SIZE (default 250 characters): below it, trafilatura distrusts its
 # result and falls back to other algorithms that return most of the page. 250 characters is a long
-# paragraph in English but a whole news flash in Chinese. We extract with 60 first; when that gives
-# fewer than 250 characters we also run the default and keep the short result only if it contains
-# the default result's longest clause (on a page, the longest clause is almost always article
-# prose; navigation and headlines are short): on article templates the short result is the
-# article and the default adds furniture around it, while on a table-layout forum the short
-# result was the navigation bar and the article was lost (Jaccard 0 to the article; the default's
-# whole page keeps it, 0.3).
+# paragraph in English but a whole news flash in Chinese, so we lower it to 60.
 # favor_recall was measured too: no short paragraph was lost without it (0/42), and with it blog
 # furniture (tags, counters) leaked into short articles, so it stays off. docs/text.md has the numbers.
-_LOW_MIN_EXTRACTED_SIZE = 60
-_DEFAULT_MIN_EXTRACTED_SIZE = 250
+_MIN_EXTRACTED_SIZE = 60
 
 
 @cache
-def _trafilatura_config(min_extracted_size: int) -> Any:
+def _trafilatura_config() -> Any:
     from trafilatura.settings import use_config
 
     config = use_config()
-    config.set("DEFAULT", "MIN_EXTRACTED_SIZE", str(min_extracted_size))
+    config.set("DEFAULT", "MIN_EXTRACTED_SIZE", str(_MIN_EXTRACTED_SIZE))
     return config
 
 
-def _trafilatura_once(html: str, min_extracted_size: int) -> tuple[str | None, str]:
+def _trafilatura(html: str) -> tuple[str | None, str]:
+    """One trafilatura pass; the title is the page's own (``<title>`` without the site name)."""
     import trafilatura
 
     doc: Any = trafilatura.bare_extraction(
         html,
-        config=_trafilatura_config(min_extracted_size),
+        config=_trafilatura_config(),
         include_comments=False,
         include_tables=True,
         include_images=False,
         include_links=False,
-        with_metadata=True,  # the title; dates/authors come along but are not used
+        with_metadata=False,  # its metadata pass costs ~10% and we need only the title
         deduplicate=False,  # its dedup cache is process-global: output would depend on history
     )
     if doc is None:
         return None, ""
-    return getattr(doc, "title", None), getattr(doc, "text", None) or ""
+    return None, getattr(doc, "text", None) or ""
 
 
-def _trafilatura(html: str) -> tuple[str | None, str]:
-    title, text = _trafilatura_once(html, _LOW_MIN_EXTRACTED_SIZE)
-    if len(text) >= _DEFAULT_MIN_EXTRACTED_SIZE:
-        return title, text
-    default_title, default_text = _trafilatura_once(html, _DEFAULT_MIN_EXTRACTED_SIZE)
-    if _longest_clause(default_text, title or default_title) in "".join(text.split()):
-        return title, text
-    return default_title or title, default_text
+def _fast(html: str) -> tuple[str | None, str, str]:
+    from stream.text.main_text import extract_main
 
-
-# Clause boundaries: punctuation, line breaks, and spaces next to a Han character (Chinese pages
-# separate a headline, a timestamp and a byline with single spaces; English clauses keep theirs).
-_CLAUSE_BREAK = re.compile(
-    r"[\n，。！？；：、,.!?;:|·]+|(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])"
-)
-
-
-def _longest_clause(text: str, title: str | None) -> str:
-    """The longest clause of ``text`` that is not part of the title, whitespace removed."""
-    squeezed_title = "".join((title or "").split())
-    clauses = ("".join(c.split()) for c in _CLAUSE_BREAK.split(text))
-    return max((c for c in clauses if c not in squeezed_title), key=len, default="")
+    found = extract_main(html)
+    title = found.heading or headline(found.page_title)
+    if found.sure:
+        return title, found.text, "fast"
+    return title, _trafilatura(html)[1], "trafilatura"
 
 
 def _resiliparse(html: str) -> tuple[str | None, str]:
@@ -207,7 +197,7 @@ def _resiliparse(html: str) -> tuple[str | None, str]:
 _BACKENDS = {"trafilatura": _trafilatura, "resiliparse": _resiliparse}
 
 
-def extract(html: str, backend: str = "trafilatura") -> ExtractedPage:
+def extract(html: str, backend: str = "fast") -> ExtractedPage:
     """Main content and title of a page; falls back to tag stripping when the extractor finds nothing.
 
     ``method`` says which produced the text, so a fingerprint can record it. The title falls back to
@@ -215,17 +205,19 @@ def extract(html: str, backend: str = "trafilatura") -> ExtractedPage:
     """
     if backend == "strip":
         return strip_tags(html)
-    run = _BACKENDS.get(backend)
-    if run is None:
+    if backend == "fast":
+        title, text, method = _fast(html)
+    elif backend in _BACKENDS:
+        (title, text), method = _BACKENDS[backend](html), backend
+    else:
         raise ValueError(f"unknown HTML extractor {backend!r}; choose one of {EXTRACTORS}")
-    title, text = run(html)
     text = _tidy(text)
     if not text:
         stripped = strip_tags(html)
         title = _tidy(title or "") or stripped.title
         return ExtractedPage(title=title, text=scrub(stripped.text, title), method="strip")
     title = _tidy(title or "") or strip_tags_title(html)
-    return ExtractedPage(title=title, text=scrub(text, title), method=backend)
+    return ExtractedPage(title=title, text=scrub(text, title), method=method)
 
 
 def scrub(text: str, title: str | None = None) -> str:
@@ -234,7 +226,9 @@ def scrub(text: str, title: str | None = None) -> str:
     Some templates repeat the headline inside the article block and others do not; dropping it from
     the text makes the same article look the same on both (the title is returned separately).
     """
-    text = _COUNTER.sub(" ", _TIMESTAMP.sub(" ", text))
+    if _CLOCK.search(text):  # the timestamp pattern is slow to try at every position (~1 ms per doc page)
+        text = _TIMESTAMP.sub(" ", text)
+    text = _BULLET.sub("", _PILCROW.sub("", _COUNTER.sub(" ", text)))
     text = _TABLE_EDGE.sub("", _tidy(text))
     # lines left with no letter or digit (separators around a removed counter: "· ·")
     text = "\n".join(line for line in text.splitlines() if _HAS_WORD.search(line))

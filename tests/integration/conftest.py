@@ -43,7 +43,7 @@ def reference(docs: Iterable[dict[str, Any]]) -> dict[str, Row]:
 
     config = FingerprintConfig(segmenter="auto")
     fingerprinter = Fingerprinter(config)
-    detector = Detector(BlockIndex(None, k=3, bands=config.bands))
+    detector = Detector(BlockIndex(None, k=3, bands=config.band_tables))
     parsed = sorted((parse_document(d) for d in docs), key=lambda d: (d.ts, d.id))
     out = {}
     for doc in parsed:

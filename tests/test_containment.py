@@ -1,0 +1,101 @@
+"""Containment: the estimate against exact set arithmetic, the relation rule at its edges, and a
+truncated repost found through the index (not a scan) and reported as contained."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stream.detect import Detector
+from stream.detect.detector import relation
+from stream.detect.verdict import CONTAINED, SIMILAR
+from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint.similarity import Overlap
+from stream.fingerprint.sketch import SketchSpec, estimate_containment, estimate_jaccard, make_sketch
+from stream.index import BlockIndex
+
+SPEC = SketchSpec()
+
+
+def hashes(lo: int, hi: int) -> np.ndarray:
+    """Distinct, well-spread 64-bit values for the integers lo..hi-1 (a stand-in for shingle hashes)."""
+    x = np.arange(lo, hi, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    x ^= x >> np.uint64(29)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    return np.unique(x ^ (x >> np.uint64(32)))
+
+
+@pytest.mark.parametrize(("small", "large", "shared"), [(60, 100, 60), (60, 100, 45), (40, 120, 40), (1, 100, 1)])
+def test_exact_sketches_give_the_exact_containment(small: int, large: int, shared: int) -> None:
+    a = make_sketch(hashes(0, small), SPEC)
+    b = make_sketch(np.unique(np.concatenate([hashes(0, shared), hashes(10**6, 10**6 + large - shared)])), SPEC)
+    assert a.kind == b.kind == 0  # both fit the byte budget: exact
+    assert estimate_containment(a, b, SPEC) == pytest.approx(shared / small)
+    assert estimate_containment(b, a, SPEC) == pytest.approx(shared / small)  # symmetric: the smaller's share
+
+
+@pytest.mark.parametrize(("small", "large", "shared"), [(2000, 4000, 2000), (2000, 6000, 1800), (3000, 3500, 2400),
+                                                         (1000, 3000, 300)])
+def test_bbit_sketches_estimate_containment_from_jaccard_and_sizes(small: int, large: int, shared: int) -> None:
+    a_set = np.unique(np.concatenate([hashes(0, shared), hashes(5 * 10**6, 5 * 10**6 + small - shared)]))
+    b_set = np.unique(np.concatenate([hashes(0, shared), hashes(10**6, 10**6 + large - shared)]))
+    a, b = make_sketch(a_set, SPEC), make_sketch(b_set, SPEC)
+    assert a.kind == b.kind == 1  # too big for the budget: 4,096 one-bit MinHash values
+    exact_j = shared / (small + large - shared)
+    assert estimate_jaccard(a, b, SPEC) == pytest.approx(exact_j, abs=0.04)
+    # the estimate's error grows with the size ratio: (1 + r) / (1 + J)^2 times the Jaccard error
+    assert estimate_containment(a, b, SPEC) == pytest.approx(shared / small, abs=0.08)
+
+
+def test_relation_rule_at_its_edges() -> None:
+    def rel(score: float, containment: float, smaller: int = 500) -> str | None:
+        return relation(Overlap(score, containment, smaller), 0.8, 0.8, 100)
+
+    assert rel(0.8, 0.0) == SIMILAR  # the threshold itself is similar
+    assert rel(0.7999, 0.8) == CONTAINED  # below the threshold, containment at its own threshold
+    assert rel(0.7999, 0.7999) is None
+    assert rel(0.5, 1.0, smaller=99) is None  # the shorter text is too short to be "contained"
+    assert rel(0.5, 1.0, smaller=100) == CONTAINED
+    assert relation(Overlap(0.5, 1.0, 500), 0.8, 0.0, 100) is None  # containment threshold 0: rule off
+
+
+ARTICLE = (
+    "从今年春天开始，老城区的十二个社区试行了一套新的垃圾分类办法。与过去只在小区门口摆放四色垃圾桶不同，"
+    "这次每栋楼都配备了一名分类督导员，在早晚投放高峰时段现场指导居民。据街道办事处统计，试点前居民正确分类的"
+    "比例不到三成，三个月后已经超过六成。厨余垃圾的日均收运量从四吨增加到九吨，进入焚烧厂的其他垃圾相应减少了"
+    "约百分之十五。督导员大多是社区里的退休职工，她们每天早上七点就站在楼下，一袋一袋地帮着居民拆开重新分。"
+    "一些居民反映，厨余垃圾桶只在固定时段开放，上班族晚上回家时往往已经关闭；也有人质疑，分好的垃圾在运输环节"
+    "会不会又被混在一起。对此，区环卫部门表示，已经为厨余垃圾安排了专门的收运车辆，并在车身上标注了类别。"
+    "专家认为，垃圾分类的关键不在于设施，而在于持续的宣传和反馈。如果居民能看到自己分出的厨余垃圾最终变成了"
+    "肥料，参与的积极性自然会更高。下一步，试点范围将扩大到全区四十个社区，并引入积分奖励，让坚持分类的家庭"
+    "可以用积分兑换生活用品，街道也将每月公布各小区的分类成绩，接受居民监督。"
+    "在城东的一个老旧小区，楼道里原本堆满了纸箱和旧家具。试点开始后，物业和志愿者一起清理了楼道，在每个单元门口"
+    "设置了可回收物的临时存放点，每周二和周五由回收企业上门收走。居民说，以前觉得分类是给自己添麻烦，现在发现"
+    "楼道干净了，卖废品还能换点零钱，大家的态度慢慢就变了。社区还在活动室开设了旧物交换角，闲置的儿童读物、"
+    "厨房用具和小家电可以在这里找到新的主人，每个月都有上百件物品被重新利用。"
+)
+EXCERPT = "转载自东方新闻网。" + ARTICLE[:430]  # a repost line, then the first two thirds: Jaccard ~0.65
+
+
+def test_a_truncated_repost_is_found_through_the_index_as_contained() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    index = BlockIndex(None, k=3, bands=fingerprinter.config.band_tables)
+    detector = Detector(index)
+    original = fingerprinter.fingerprint(parse_document({"id": "orig", "text": ARTICLE}))
+    repost = fingerprinter.fingerprint(parse_document({"id": "repost", "text": EXCERPT}))
+    assert detector.probe(original, (0.0, "orig")) == []
+    (match,) = detector.probe(repost, (1.0, "repost"))  # probe only queries the index: a band collided
+    assert match.id == "orig" and match.relation == CONTAINED
+    assert match.similarity < 0.8 <= match.containment
+    assert match.to_json()["relation"] == "contained" and 0.8 <= match.to_json()["containment"] <= 1.0
+    # the two share the first 400 characters but a repost line: they collide in a prefix band table
+    whole = fingerprinter.config.bands
+    assert any(x == y for x, y in zip(original.bands[whole:], repost.bands[whole:], strict=True))
+
+
+def test_containment_off_reports_only_similar_pairs() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables), containment_threshold=0.0)
+    detector.probe(fingerprinter.fingerprint(parse_document({"id": "orig", "text": ARTICLE})), (0.0, "orig"))
+    repost = fingerprinter.fingerprint(parse_document({"id": "repost", "text": EXCERPT}))
+    assert detector.probe(repost, (1.0, "repost")) == []
