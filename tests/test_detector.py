@@ -25,3 +25,37 @@ def test_a_replaced_record_is_verified_with_its_new_content() -> None:
     # record is never served for the new one (b still matches)
     assert probe("c", POEM, 4.0) == ["b"]
     assert probe("d", OTHER, 5.0) == ["a"]
+
+
+def test_retention_matches_only_event_times_within_the_window_whatever_the_arrival_order() -> None:
+    from stream.detect import MatchSettings
+
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    matching = MatchSettings(retention=100.0)
+
+    def pairs(arrival: list[tuple[str, float]]) -> set[frozenset[str]]:
+        detector = matching.detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
+        found = set()
+        for doc_id, ts in arrival:
+            fp = fingerprinter.fingerprint(parse_document({"id": doc_id, "text": POEM}))
+            found |= {frozenset((doc_id, m.id)) for m in detector.probe(fp, (ts, doc_id))}
+        return found
+
+    docs = [("a", 0.0), ("b", 100.0), ("c", 100.5), ("d", 200.5)]
+    expected = {frozenset("ab"), frozenset("bc"), frozenset("cd")}  # 100 apart at most; a-c and b-d: 100.5
+    assert pairs(docs) == expected
+    assert pairs(list(reversed(docs))) == expected
+
+
+def test_expire_deletes_only_entries_too_old_to_match_anything() -> None:
+    from stream.detect import MatchSettings
+
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    index = BlockIndex(None, k=3, bands=fingerprinter.config.band_tables)
+    detector = MatchSettings(retention=100.0).detector(index)
+    for doc_id, ts, text in (("old", 0.0, OTHER), ("edge", 50.0, OTHER), ("new", 200.0, POEM)):
+        detector.insert(fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text})), (ts, doc_id))
+    assert detector.expire(newest_ts=200.0, allowance=50.0) == 1  # before 200 - 100 - 50 = 50: "old" only
+    late = fingerprinter.fingerprint(parse_document({"id": "late", "text": OTHER}))
+    assert [m.id for m in detector.probe(late, (60.0, "late"))] == ["edge"]  # 10 s late, within the allowance
+    assert not detector.forget("old") and detector.forget("edge")

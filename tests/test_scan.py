@@ -126,7 +126,7 @@ def test_a_truncated_page_is_reported_as_contained(tmp_path: Path) -> None:
     assert match["id"] == "full" and match["relation"] == "contained"
     assert match["similarity"] < 0.8 <= match["containment"]
     meta = json.loads((state / "meta.json").read_text())
-    assert meta["containment_threshold"] == 0.8 and meta["containment_min_shingles"] == 20
+    assert meta["matching"]["containment_threshold"] == 0.8 and meta["matching"]["containment_min_shingles"] == 20
     verdicts, _ = run_scan(str(src), "--containment-threshold", "0")
     assert verdicts[1]["matches"] == []
 
@@ -138,3 +138,24 @@ def test_stream_idf_is_learned_and_kept_in_state(tmp_path: Path) -> None:
     assert table["n_docs"] == 60 and len(table["df"]) > 100
     run_scan(str(FIXTURES / "tang_small.jsonl"), "--state", str(state), "--weighting", "tfidf", "--idf", "stream")
     assert json.loads((state / "idf.json").read_text(encoding="utf-8"))["n_docs"] == 120
+
+
+def test_retention_and_deletes_in_a_scan(tmp_path: Path) -> None:
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    lines = [{"id": "a", "text": text, "ts": 0}, {"id": "b", "text": text, "ts": 50},
+             {"id": "c", "text": text, "ts": 200}, {"id": "no-ts", "text": text}, {"id": "b", "op": "delete"},
+             {"id": "d", "text": text, "ts": 250}, {"id": "ghost", "op": "delete"},
+             {"id": "a2", "text": text, "ts": 250}, {"id": "late", "text": text, "ts": 10}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    verdicts, err = run_scan(str(src), "--retention", "100s", exit_code=1)  # the line without ts is rejected
+    by_id = {v["id"]: v for v in verdicts if "verdict" in v}
+    assert by_id["b"]["canonical"] == "a"
+    assert by_id["c"]["verdict"] == "unique"  # a and b are more than 100 s before it
+    assert by_id["d"]["canonical"] == "c"  # 50 s apart; b was deleted and is 200 s apart anyway
+    assert by_id["a2"]["canonical"] == "c" and by_id["a2"]["match_count"] == 2  # d: same ts, earlier in the file
+    assert (by_id["late"]["canonical"], by_id["late"]["match_count"]) == ("a", 1)  # c, d, a2 are later in ts
+    assert "out of order 1" in err
+    assert [v for v in verdicts if "op" in v] == [{"id": "b", "op": "delete", "found": True},
+                                                 {"id": "ghost", "op": "delete", "found": False}]
+    assert "line 4: with --retention every document needs a 'ts'" in err

@@ -10,6 +10,7 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
+from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import MemoryStore
 from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_json
@@ -19,6 +20,7 @@ from stream.service.routing import doc_partition
 PARTITIONS = 4
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS)
 CONFIG = FingerprintConfig(segmenter="auto")
+MATCHING = MatchSettings()
 FIXTURE = Path(__file__).parent / "fixtures" / "tang_small.jsonl"
 
 
@@ -26,11 +28,11 @@ class Out:
     """Collects what the stages send (the Output interface they use)."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, int | None, bytes]] = []
+        self.sent: list[tuple[str, Any, bytes | None]] = []  # (topic, partition, or the key of a verdict, value)
 
-    def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None = None,
+    def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None,
              headers: object = None) -> None:
-        self.sent.append((topic, partition, value))
+        self.sent.append((topic, key if topic == "verdicts" else partition, value))
 
     def changelog(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
         pass
@@ -39,7 +41,7 @@ class Out:
         pass
 
     def take(self, topic: str) -> list[tuple[int, Any]]:
-        mine = [(p, json.loads(v)) for t, p, v in self.sent if t == topic]
+        mine = [(p, json.loads(v or b"null")) for t, p, v in self.sent if t == topic]
         self.sent = [s for s in self.sent if s[0] != topic]
         return [(p, v) for p, v in mine if p is not None]
 
@@ -47,21 +49,23 @@ class Out:
 def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = True) -> Pipeline:
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
-    return Pipeline(DocumentStage(CONFIG, 3, TOPICS, out),  # type: ignore[arg-type]
-                    ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__, out, verify_once=verify_once),  # type: ignore[arg-type]
+    return Pipeline(DocumentStage(CONFIG, MATCHING, TOPICS, out),  # type: ignore[arg-type]
+                    ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out, verify_once=verify_once),  # type: ignore[arg-type]
                     GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
                     out, TOPICS, owned=lambda: owned)  # type: ignore[arg-type]
 
 
-def _run(values: list[bytes], owned: Container[tuple[str, int]], batch: int = 7,
-         verify_once: bool = True) -> tuple[dict[str, Any], int]:
-    """Documents in batches; the probe and gather messages sent over 'Kafka' are consumed after each
-    batch, as the agents would. Returns the final verdict per document and the internal messages."""
-    out = Out()
+def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, int]], batch: int = 7,
+         verify_once: bool = True, out: Out | None = None) -> tuple[dict[str, Any], int]:
+    """Documents in batches (a (key, None) pair is a tombstone); the probe and gather messages sent over
+    'Kafka' are consumed after each batch, as the agents would. Returns the final verdict per document
+    (a tombstone removes one) and the number of internal messages."""
+    out = out or Out()
     pipeline = _worker(out, owned, verify_once)
     internal = 0
     for i in range(0, len(values), batch):
-        pipeline.documents_batch([Record(None, v, Source("documents", 0, i + n, 0.0))
+        pipeline.documents_batch([Record(v[0], None, Source("documents", 0, i + n, 0.0)) if isinstance(v, tuple)
+                                  else Record(None, v, Source("documents", 0, i + n, 0.0))
                                   for n, v in enumerate(values[i : i + batch])])
         while any(t in ("probe", "gather") for t, _, _ in out.sent):
             probes = out.take("probe")
@@ -75,8 +79,10 @@ def _run(values: list[bytes], owned: Container[tuple[str, int]], batch: int = 7,
                 by_partition[p].extend(map(entry_from_json, entries))
             pipeline.gather_batch(by_partition)
     final: dict[str, Any] = {}
-    for topic, _, value in out.sent:
-        if topic == "verdicts":
+    for topic, key, value in out.sent:
+        if topic == "verdicts" and value is None:
+            final.pop(key.decode(), None)
+        elif topic == "verdicts":
             body = json.loads(value)
             final[body["id"]] = {k: v for k, v in body.items() if k not in ("revised", "processed_at", "source")}
     return final, internal
@@ -124,7 +130,7 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
     docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
-    hops: Hops = DocumentStage(CONFIG, 3, TOPICS, out).handle(  # type: ignore[arg-type]
+    hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out).handle(  # type: ignore[arg-type]
         [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
     # no separate header entries, except for the empty document (its header alone completes it)
     assert [[e.doc for e in entries] for entries in hops.gather.values()] == [["e"]]
@@ -132,7 +138,7 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
         carriers = [p for p, it in items if it.header is not None]
         assert carriers == [min(p for p, _ in items)] and len(items) > 1
-    answers = ProbeStage(CONFIG, 3, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
+    answers = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
         list(hops.probes.items()))
     gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
     for entries in hops.gather.values():
@@ -145,3 +151,22 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     fp = Fingerprinter(CONFIG).fingerprint(parse_document(json.loads(docs[1])))
     assert (verdicts["b"]["fingerprint"], verdicts["b"]["schema"]) == (fp.hex, fp.schema)
     assert verdicts["b"]["verdict"] == "duplicate" and verdicts["e"]["verdict"] == "empty"
+
+
+def test_a_deleted_document_is_forgotten_and_its_verdict_tombstoned() -> None:
+    """A tombstone or {"op": "delete"} removes a document from every partition: a later copy is judged as
+    if it had never been seen, the verdict topic forgets it, documents judged before keep their verdicts;
+    a deletion of an unknown id publishes nothing."""
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    doc = lambda i, ts: json.dumps({"id": i, "text": text, "ts": ts}).encode()  # noqa: E731
+    values: list[bytes | tuple[bytes, None]] = [doc("a", 1.0), doc("b", 2.0), (b"a", None),
+                                                 json.dumps({"id": "never", "op": "delete"}).encode(), doc("c", 3.0),
+                                                 json.dumps({"id": "b", "op": "delete"}).encode(), doc("d", 4.0)]
+    out = Out()
+    final, _ = _run(values, frozenset(), batch=1, out=out)
+    assert set(final) == {"c", "d"}
+    # c came after a was deleted and before b was: it is b's copy, and keeps that verdict after b goes
+    assert (final["c"]["canonical"], final["c"]["match_count"]) == ("b", 1)
+    assert (final["d"]["canonical"], final["d"]["match_count"]) == ("c", 1)  # a and b are gone
+    tombstones = [key for topic, key, value in out.sent if topic == "verdicts" and value is None]
+    assert sorted(tombstones) == [b"a", b"b"]  # not b"never": it never had a verdict

@@ -133,12 +133,13 @@ def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_r
         tmp_path: Path) -> None:
     """The probe stage's index takes a cache miss for an empty bucket only if the partition was empty
     when it opened it; a recovered partition gets its doc-id keys rebuilt and is read as it is."""
+    from stream.detect import MatchSettings
     from stream.fingerprint import FingerprintConfig
     from stream.service.pipeline import ProbeStage, Topics
 
     def stage(store: FaustTableStore) -> ProbeStage:
-        return ProbeStage(FingerprintConfig(segmenter="auto"), K, Topics("p", "g", "v", "d", 1), lambda _p: store,
-                          store.output)
+        return ProbeStage(FingerprintConfig(segmenter="auto"), MatchSettings(k=K), Topics("p", "g", "v", "d", 1),
+                          lambda _p: store, store.output)
 
     empty = stage(open_store(tmp_path / "empty", LogOutput()))
     assert empty.detector(0).index.cache.complete

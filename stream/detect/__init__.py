@@ -1,6 +1,7 @@
 """Detection layer: a fingerprint + the block table -> verified matches -> Verdict."""
 
 from stream.detect.detector import Detector
+from stream.detect.settings import MatchSettings, differences
 from stream.detect.verdict import (
     MAX_MATCHES,
     Match,
@@ -14,5 +15,18 @@ from stream.detect.verdict import (
     verdict_of,
 )
 
-__all__ = ["MAX_MATCHES", "Detector", "Match", "MatchSummary", "Order", "Verdict", "build_verdict", "later_matches",
-           "make_verdict", "summarize", "verdict_of"]
+__all__ = [
+    "MAX_MATCHES",
+    "Detector",
+    "Match",
+    "MatchSettings",
+    "MatchSummary",
+    "Order",
+    "Verdict",
+    "build_verdict",
+    "differences",
+    "later_matches",
+    "make_verdict",
+    "summarize",
+    "verdict_of",
+]

@@ -50,8 +50,11 @@ class Detector:
 
     def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False,
                  containment_threshold: float = CONTAINMENT_THRESHOLD,
-                 containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES) -> None:
+                 containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES, retention: float | None = None) -> None:
         self.index = index
+        # retention: two documents match only when their event times are at most this far apart
+        # (seconds; None: no limit). A rule on the pair, so it holds whatever the arrival order.
+        self.retention = retention
         self.threshold = threshold
         self.mu = mu
         self.containment_threshold = containment_threshold
@@ -73,8 +76,11 @@ class Detector:
         bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
         matches = []
         seen = 0
+        retention = self.retention
         for hit in self.index.query(fp.simhash, bands, tables=tables, once=self.once):
             if hit.doc_id == fp.doc_id or not hit.payload:  # itself (a redelivery); not the detector's
+                continue
+            if retention is not None and abs(hit.ts - order[0]) > retention:
                 continue
             seen += 1
             other = fingerprint_of(hit.payload)
@@ -101,5 +107,14 @@ class Detector:
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))
 
-    def forget(self, doc_id: str) -> None:
-        self.index.delete(doc_id)
+    def forget(self, doc_id: str) -> bool:
+        """Remove a document from the index; False if it was not there."""
+        return self.index.delete(doc_id)
+
+    def expire(self, newest_ts: float, allowance: float) -> int:
+        """Delete the entries that can no longer match anything under ``retention``: event times before
+        ``newest_ts - retention - allowance`` (``allowance``: how late a document may still arrive and
+        find every entry it should). Returns how many were deleted."""
+        if self.retention is None:
+            return 0
+        return self.index.expire(newest_ts - self.retention - allowance)

@@ -1,13 +1,14 @@
 """The input document: JSON with an ``id`` and some text, validated into a ``Document``.
 
 Accepted keys (README "Input documents"):
-- ``id`` (required, non-empty string; integers are accepted and turned into strings)
+- ``id`` (required: a non-empty string of at most 1,024 bytes; integers are turned into strings)
 - text in ``text``, or ``body``, or ``content`` (at most one of them); ``title``; ``url``;
   ``content_type`` (``text/html`` -> main-content extraction; HTML is also detected)
-- ``fields``: a structured record (object of scalars), weighted per seed 003
-- side information (seed 002's MinHash): any key whose value is a list of strings
+- ``fields``: a structured record (object of scalars), weighted as Li & Han weigh database fields
+- side information (the MinHash term of Wang & Wang 2019): any key whose value is a list of strings
   (``tags``, ``keywords``, ``references`` ...), and ``side`` (object of lists of strings)
-- ``ts``: event time, epoch seconds (number) or an ISO 8601 string
+- ``ts``: event time, epoch seconds (number) or an ISO 8601 string, within the years 1-9999
+- ``op``: ``"delete"`` removes the document with this id (no text needed)
 Other keys with scalar values are metadata: carried, never fingerprinted. Anything else raises
 ``DocumentError`` naming the key and the problem.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from stream.errors import DocumentError
 
 TEXT_KEYS = ("text", "body", "content")
+UPSERT, DELETE = "upsert", "delete"
 SCALARS = (str, int, float, bool, type(None))
 # keys with a meaning of their own: never taken for side information or metadata
 RESERVED_KEYS = frozenset({"id", *TEXT_KEYS, "title", "url", "content_type", "fields", "side", "ts", "op"})
@@ -42,6 +44,7 @@ class Document:
     fields: dict[str, Any] = field(default_factory=dict)
     side: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ts: float | None = None
+    op: str = UPSERT  # DELETE: remove the document with this id (README, "Lifecycle")
 
 
 def _type_name(value: Any) -> str:
@@ -150,6 +153,11 @@ def parse_document(obj: Any) -> Document:
         raise DocumentError(f"a document must be a JSON object, got {_type_name(obj)}", code="not_object")
     _check_unicode(obj, "")
     doc_id = _parse_id(obj)
+    op = obj.get("op", UPSERT)
+    if op not in (UPSERT, DELETE):
+        raise DocumentError(f"'op' must be \"delete\" (or absent), got {json.dumps(op)[:40]}", code="bad_op")
+    if op == DELETE:
+        return Document(id=doc_id, ts=_parse_ts(obj.get("ts")), op=DELETE)
 
     present = [k for k in TEXT_KEYS if obj.get(k) is not None]
     if len(present) > 1:

@@ -18,7 +18,6 @@ import faust
 from faust.types import EventT
 
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, DedupError
-from stream.fingerprint import FingerprintConfig
 from stream.index.records import DOC_NS, EXPIRY_NS
 from stream.service import metrics
 from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
@@ -136,15 +135,15 @@ class DedupApp:
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.partitions, internal=True, **RAW_TOPIC)
         self.gather_topic = self.app.topic(self.topics.gather, partitions=s.partitions, internal=True, **RAW_TOPIC)
 
-        config = FingerprintConfig(segmenter=s.segmenter or "auto")
-        self.documents = DocumentStage(config, s.k, self.topics, self.output)
+        config, matching = s.fingerprint_config(), s.match_settings()
+        self.documents = DocumentStage(config, matching, self.topics, self.output)
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
         # the index's doc-id and expiry keys stay out of the changelog: ProbeStage rebuilds them
-        self.probes = ProbeStage(config, s.k, self.topics,
+        self.probes = ProbeStage(config, matching, self.topics,
                                  lambda p: self._store(self.blocks, self._block_stores, p, DOC_NS + EXPIRY_NS),
-                                 self.output, verify_once=s.verify_once)
-        self.gather = GatherStage(self.topics, self.output, self._gather_store)
+                                 self.output, verify_once=s.verify_once, late_allowance=s.late_allowance)
+        self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
         self.pipeline.warm_up()

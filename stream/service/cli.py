@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from stream.errors import EXIT_BROKER, EXIT_REJECTED, BrokerUnavailable, ConfigError, UsageError
-from stream.service.settings import LOG_LEVELS, Settings, load_settings
+from stream.options import detection_options
+from stream.service.settings import LOG_FORMATS, LOG_LEVELS, Settings, load_settings
 
 NO_BROKER = ("no broker: pass --broker kafka://HOST:PORT (or set DEDUP_BROKER), or start a local one in "
              "another terminal with `dedup broker`")
@@ -78,8 +79,17 @@ config_option = click.option("--config", "-c", "config", default=None, type=clic
               help="Documents per agent batch (DEDUP_BATCH_SIZE; default 256).")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), default=None,
               help="Serve Prometheus metrics and /health, /ready on this port (DEDUP_METRICS_PORT).")
+@click.option("--metrics-host", default=None,
+              help="Address the metrics port binds to (DEDUP_METRICS_HOST; default 127.0.0.1; 0.0.0.0 in a container).")
 @click.option("--loglevel", "log_level", type=click.Choice(LOG_LEVELS), default=None,
               help="Log level (DEDUP_LOG_LEVEL; default warning).")
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
+              help="text, or json: one object a line with time, level, logger, message (DEDUP_LOG_FORMAT; "
+                   "default text).")
+@click.option("--late-allowance", default=None,
+              help="With --retention: how late (event time) a document may arrive and still find every entry it "
+                   "should; older entries are deleted (DEDUP_LATE_ALLOWANCE; default 1h).")
+@detection_options(worker=True)
 def worker(config: str | None, **overrides: Any) -> None:
     """Run a dedup worker: documents in, verdicts out. Scale by starting more with the same app id."""
     from stream.service.worker import run_worker

@@ -64,6 +64,7 @@ class GatherState:
     early: dict[str, list[int]] = field(default_factory=dict)  # answers of rounds not yet started
     early_matches: dict[str, list[Match]] = field(default_factory=dict)
     pending: list[tuple[int, Match]] = field(default_factory=list)  # revisions of a version not yet seen
+    deleting: bool = False  # the current round deletes the document
     published: bool = False
     revised: bool = False
 
@@ -81,7 +82,7 @@ class GatherState:
             "summary": self.summary.to_json(),
             "early": self.early,
             "early_matches": {r: [m.to_wire() for m in ms] for r, ms in self.early_matches.items()},
-            "pending": [[sim, m.to_wire()] for sim, m in self.pending],
+            "pending": [[sim, m.to_wire()] for sim, m in self.pending], "deleting": self.deleting,
             "published": self.published, "revised": self.revised,
         }
 
@@ -100,6 +101,7 @@ class GatherState:
             early_matches={str(r): [Match.from_wire(w) for w in ws]
                            for r, ws in (d.get("early_matches") or {}).items()},
             pending=[(int(sim), Match.from_wire(w)) for sim, w in d.get("pending") or []],
+            deleting=bool(d.get("deleting")),
             published=bool(d.get("published")), revised=bool(d.get("revised")),
         )
 
@@ -119,16 +121,20 @@ class GatherState:
         return changed
 
     def expect(self, round_id: str, expected: int, order: Order, source: Source, simhash: int, schema: str,
-               empty: bool = False) -> tuple[bool, bool]:
+               empty: bool = False, delete: bool = False) -> tuple[bool, bool]:
         """The header of a round: (complete now?, an unpublished older round was superseded?)."""
         superseded = False
         if round_id != self.round:
             if not is_newer(round_id, self.round):
                 return False, False  # a replay of an older record: the newer round stands
-            superseded = self.round is not None and not self.published
+            # an unfinished deletion, or a version without its verdict, is replaced by this record
+            superseded = self.round is not None and (self.deleting or not self.published)
             if self.round is not None:  # a new version of the document: its probe finds everything again
                 self.summary = MatchSummary(self.limit)
-                self.published = self.revised = False
+                self.revised = False
+                if not delete:  # a deletion needs to know whether a verdict of the document is out
+                    self.published = False
+            self.deleting = delete
             self.round, self.expected = round_id, expected
             self.got = self.early.pop(round_id, [])
             pending = self.early_matches.pop(round_id, [])

@@ -68,16 +68,21 @@ class Header:
     simhash: int = 0
     schema: str = ""
     empty: bool = False
+    delete: bool = False  # the round deletes the document: no verdict, a tombstone once complete
 
     def to_json(self) -> dict[str, Any]:
-        return {"t": "expect", "doc": self.doc, "round": self.round, "expected": self.expected,
-                "source": self.source.to_json(), "order": list(self.order), "sim": self.simhash,
-                "schema": self.schema, "empty": self.empty}
+        d = {"t": "expect", "doc": self.doc, "round": self.round, "expected": self.expected,
+             "source": self.source.to_json(), "order": list(self.order), "sim": self.simhash,
+             "schema": self.schema, "empty": self.empty}
+        if self.delete:
+            d["delete"] = True
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Header:
         return cls(str(d["doc"]), str(d["round"]), int(d["expected"]), Source.from_json(d["source"]),
-                   _order(d["order"]), int(d["sim"]), str(d["schema"]), bool(d.get("empty")))
+                   _order(d["order"]), int(d["sim"]), str(d["schema"]), bool(d.get("empty")),
+                   bool(d.get("delete")))
 
 
 @dataclass(frozen=True)
@@ -140,19 +145,23 @@ class ProbeItem:
     order: Order
     tables: list[int]
     header: Header | None = None  # the document's header, in its first target partition only
+    delete: bool = False  # remove the document from this partition (sent to every partition)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"doc": self.doc, "round": self.round, "fp": b64(self.fp),
                              "order": list(self.order), "tables": self.tables}
         if self.header is not None:
             d["header"] = self.header.to_json()
+        if self.delete:
+            d["delete"] = True
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeItem:
         header = d.get("header")
         return cls(str(d["doc"]), str(d["round"]), unb64(d["fp"]), _order(d["order"]),
-                   [int(t) for t in d["tables"]], None if header is None else Header.from_json(header))
+                   [int(t) for t in d["tables"]], None if header is None else Header.from_json(header),
+                   bool(d.get("delete")))
 
 
 def dumps(obj: Any) -> bytes:

@@ -28,10 +28,11 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stream.detect import MAX_MATCHES, Detector, verdict_of
+from stream.detect import MAX_MATCHES, Detector, MatchSettings, differences, verdict_of
 from stream.detect.detector import fingerprint_of
-from stream.errors import DocumentError, StorageError
-from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.errors import ConfigError, DocumentError, StorageError
+from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint.document import DELETE
 from stream.index import BlockIndex, MemoryStore
 from stream.index.records import HANDLE_NS
 from stream.index.store import BufferedStore, KVStore
@@ -135,10 +136,10 @@ class DeadLetters:
 
 
 class DocumentStage:
-    def __init__(self, config: FingerprintConfig, k: int, topics: Topics, output: Output) -> None:
+    def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics, output: Output) -> None:
         self.fingerprinter = Fingerprinter(config)
         # routing only needs the table layout (k, bands), never any state
-        self.router = BlockIndex(None, k=k, bands=config.band_tables, store=MemoryStore())
+        self.router = BlockIndex(None, k=matching.k, bands=config.band_tables, store=MemoryStore())
         self.topics = topics
         self.dead = DeadLetters(output, topics.dlq)
 
@@ -149,9 +150,7 @@ class DocumentStage:
         last: dict[str, int] = {}  # doc id -> index in ``parsed`` of its latest record in this batch
         for rec in records:
             try:
-                if rec.value is None:
-                    raise DocumentError("empty record value (a tombstone)", code="tombstone")
-                doc = parse_document(rec.value)
+                doc = parse_document(rec.value) if rec.value is not None else _tombstone(rec.key)
             except Exception as exc:
                 self.dead.send(exc, "parse", rec.source, rec.key, rec.value)
                 continue
@@ -172,8 +171,16 @@ class DocumentStage:
 
     def _route(self, rec: Record, doc: Any, hops: Hops) -> None:
         """Fingerprint ``doc`` and add its probe items (or, with nothing to probe, its header) to ``hops``.
-        Nothing is added unless every step succeeds."""
+        Nothing is added unless every step succeeds. A deletion goes to every partition: which ones hold
+        the document depends on a fingerprint the deletion does not carry."""
         n = self.topics.partitions
+        if doc.op == DELETE:
+            header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True)
+            for partition in range(n):
+                hops.probes[partition].append(ProbeItem(doc.id, rec.source.round_id, b"", (0.0, doc.id), [],
+                                                        header if partition == 0 else None, delete=True))
+            metrics.DELETES.labels("requested").inc()
+            return
         fp = self.fingerprinter.fingerprint(doc)
         order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
         targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
@@ -190,7 +197,18 @@ class DocumentStage:
             hops.probes[partition].append(item)
 
 
+def _tombstone(key: bytes | None) -> Document:
+    """A record with a null value (a Kafka tombstone) deletes the document its key names."""
+    if key is None:
+        raise DocumentError("a record with neither key nor value", code="tombstone")
+    return parse_document({"id": key.decode("utf-8", "surrogateescape"), "op": DELETE})
+
+
 CHECKPOINT_SECONDS = 5.0
+EXPIRE_SECONDS = 10.0  # with retention: how often a partition deletes entries too old to match
+# Kept beside the index in each block-table partition (the index uses only b"\xffconfig", "stats",
+# "handle" of its b"\xff" namespace): the settings the partition was built with, checked at open.
+SETTINGS_KEY = b"\xffdedup-settings"
 ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal message
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
@@ -201,15 +219,19 @@ ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal
 class ProbeStage:
     """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
 
-    def __init__(self, config: FingerprintConfig, k: int, topics: Topics, store_for: Callable[[int], KVStore],
-                 output: Output, threshold: float = 0.8, verify_once: bool = True) -> None:
-        self.config, self.k, self.topics = config, k, topics
+    def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics,
+                 store_for: Callable[[int], KVStore], output: Output, verify_once: bool = True,
+                 late_allowance: float = 3600.0) -> None:
+        self.config, self.matching, self.topics = config, matching, topics
         self.store_for = store_for
-        self.threshold = threshold
         self.verify_once = verify_once
+        self.late_allowance = late_allowance
         self.dead = DeadLetters(output, topics.dlq)
+        self.settings = dumps({"schema": Fingerprinter(config).schema, **matching.describe()})
         self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
         self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
+        self._newest: dict[int, float] = {}  # partition -> the latest event time it has indexed
+        self._expired: dict[int, float] = {}  # partition -> when it last deleted entries past retention
 
     def detector(self, partition: int) -> Detector:
         return self._open(partition)[1]
@@ -230,21 +252,38 @@ class ProbeStage:
         # The index is made before anything writes the partition, so that it sees an empty one. A
         # restored partition gets the same shortcut for the top-level buckets its records do not
         # reach (root_filter: one scan of its records on open; docs/service.md, "Restored partitions").
-        index = BlockIndex(None, k=self.k, bands=self.config.band_tables, store=buffered, sole_writer=True,
-                           root_filter=True)
+        try:
+            index = BlockIndex(None, k=self.matching.k, bands=self.config.band_tables, store=buffered,
+                               sole_writer=True, root_filter=True)
+        except ValueError as exc:
+            raise ConfigError(f"block table partition {partition}: {exc}") from None
+        self._check_settings(partition, buffered)
         rebuild = getattr(store, "rebuild_unlogged", None)
         if rebuild is not None:
             # The index's doc-id and expiry keys are not in the changelog (they follow from its
             # records): derive them from what recovery restored, before the first probe reads them.
             rebuild(HANDLE_NS, index.lookup_keys)
-        detector = Detector(index, threshold=self.threshold, once=self.verify_once)
+        detector = self.matching.detector(index, once=self.verify_once)
         opened = self._detectors[partition] = (store, detector, buffered)
         return opened
 
+    def _check_settings(self, partition: int, store: KVStore) -> None:
+        """Record this worker's settings in a new partition; refuse one built with others (``ConfigError``:
+        the worker stops with exit 3 before judging anything there)."""
+        raw = store.get(SETTINGS_KEY)
+        if raw is None:
+            store.put(SETTINGS_KEY, self.settings)
+            return
+        if raw != self.settings:
+            changed = differences(loads(raw), loads(self.settings))
+            raise ConfigError(f"block table partition {partition} was built with other settings ({'; '.join(changed)})"
+                              ": run every worker of this app id with the same settings, or use a new app_id "
+                              "(new topics) for the new ones")
+
     def forget(self, partitions: set[int]) -> None:
         for p in partitions:
-            self._detectors.pop(p, None)
-            self._checkpointed.pop(p, None)
+            for table in (self._detectors, self._checkpointed, self._newest, self._expired):
+                table.pop(p, None)
 
     def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> dict[int, list[GatherEntry]]:
         """All probe messages of one agent batch -> answers and revisions per gather partition (one
@@ -275,6 +314,10 @@ class ProbeStage:
             if now - self._checkpointed.get(partition, -math.inf) >= CHECKPOINT_SECONDS:
                 detector.index.flush()
                 self._checkpointed[partition] = now
+            if (detector.retention is not None and partition in self._newest
+                    and now - self._expired.get(partition, -math.inf) >= EXPIRE_SECONDS):
+                metrics.EXPIRED.inc(detector.expire(self._newest[partition], self.late_allowance))
+                self._expired[partition] = now
         for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
             buffered.drain()
         return out
@@ -284,6 +327,11 @@ class ProbeStage:
         canonically later match. A failure before the insert dead-letters the document (its round
         then never completes: the dead letter is its outcome); the insert itself must not fail."""
         n = self.topics.partitions
+        if item.delete:
+            found = detector.forget(item.doc)
+            metrics.DELETES.labels("removed" if found else "absent").inc()
+            out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
+            return
         try:
             fp = fingerprint_of(item.fp)
             matches = detector.probe(fp, item.order, tables=item.tables, insert=False)
@@ -294,6 +342,7 @@ class ProbeStage:
             self.dead.send(exc, "probe", source, item.doc.encode(), None)
             return
         detector.insert(fp, item.order, tables=item.tables, fp_bytes=item.fp)
+        self._newest[partition] = max(self._newest.get(partition, item.order[0]), item.order[0])
         header = None if item.header is None else replace(item.header, order=item.order, simhash=fp.simhash,
                                                           schema=fp.schema)
         earlier = [m for m in matches if m.order < item.order]
@@ -336,13 +385,19 @@ class GatherStage:
                 raw = store.get(doc.encode())
                 state = (GatherState.from_json(loads(raw), self.max_matches) if raw
                          else GatherState(doc, self.max_matches))
-                if self._apply(state, doc_entries):
+                due = self._apply(state, doc_entries)
+                if due and state.deleting:
+                    self._tombstone(state)
+                    store.delete(doc.encode())
+                    continue
+                if due:
                     self._publish(state)
                 encoded = dumps(state.to_json())
             except Exception as exc:
                 if is_fault(exc):
                     raise
-                source = next((e.source for e in doc_entries if isinstance(e, Header)), None)
+                headers = (e if isinstance(e, Header) else e.header for e in doc_entries if not isinstance(e, Revise))
+                source = next((h.source for h in headers if h is not None), None)
                 self.dead.send(exc, "gather", source or Source("", partition, -1, 0.0), doc.encode(), None)
                 continue
             store.put(doc.encode(), encoded)
@@ -355,7 +410,7 @@ class GatherStage:
             header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
             if header is not None:
                 complete, superseded = state.expect(header.round, header.expected, header.order, header.source,
-                                                    header.simhash, header.schema, header.empty)
+                                                    header.simhash, header.schema, header.empty, header.delete)
                 if superseded:
                     metrics.SUPERSEDED.inc()
                 due = due or complete
@@ -364,6 +419,18 @@ class GatherStage:
             elif isinstance(entry, Revise):
                 due = state.revise(entry.match, entry.version) or due
         return due and state.complete
+
+    def _tombstone(self, state: GatherState) -> None:
+        """A completed deletion: the compacted verdict topic forgets the document (a null value under its
+        id; the header names the deletion's input record). An id that never had a verdict: nothing to
+        forget, only counted."""
+        assert state.source is not None
+        if not state.published:
+            metrics.DELETES.labels("unknown").inc()
+            return
+        where = f"{state.source.topic}:{state.source.partition}:{state.source.offset}"
+        self.output.send(self.topics.verdicts, state.doc.encode(), None, headers=[("dedup-source", where.encode())])
+        metrics.DELETES.labels("published").inc()
 
     def _publish(self, state: GatherState) -> None:
         assert state.simhash is not None and state.order is not None and state.source is not None
@@ -407,8 +474,8 @@ class Pipeline:
         index's compiled kernels. Twice, so the second probe finds the first (the match path). The
         text is long enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
         fingerprinter = self.documents.fingerprinter
-        index = BlockIndex(None, k=self.probes.k, bands=self.probes.config.band_tables, store=MemoryStore())
-        detector = Detector(index, threshold=self.probes.threshold)
+        index = BlockIndex(None, k=self.probes.matching.k, bands=self.probes.config.band_tables, store=MemoryStore())
+        detector = self.probes.matching.detector(index)
         for n, doc_id in enumerate(("warm-up-1", "warm-up-2")):
             doc = parse_document({"id": doc_id, "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 10})
             detector.probe(fingerprinter.fingerprint(doc), (float(n), doc_id))

@@ -13,13 +13,20 @@ from typing import Any
 
 import yaml
 
+from stream.detect import MatchSettings
+from stream.durations import parse_duration
 from stream.errors import ConfigError
+from stream.fingerprint import FingerprintConfig
+from stream.fingerprint.schema import SIMHASH_FEATURES
 from topology import Topology, load_topology
 
 ENV_PREFIX = "DEDUP_"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 LOG_FORMATS = ("text", "json")
-_CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS, "on_broker_data_loss": ("stop", "rebuild")}
+_CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS, "on_broker_data_loss": ("stop", "rebuild"),
+            "segmenter": ("auto", "rjieba", "jieba"), "simhash_features": SIMHASH_FEATURES,
+            "weighting": ("tf", "binary", "tfidf", "tfidf_len", "seed004")}
+_NONE = object()  # a setting explicitly set to none (retention: none), as opposed to not given
 
 
 @dataclass(frozen=True)
@@ -93,8 +100,21 @@ class Settings:
     # verify a near pair only in the partition of the lowest SimHash table it shares (BlockIndex
     # query once=): +26-38% throughput at 2 workers, but more revisions when copies race (docs/service.md)
     verify_once: bool = True
-    segmenter: str | None = None  # None = the fingerprinter's default (recorded in the schema)
-    k: int = 3
+    # detection: the same names and defaults as `dedup scan` (stream/options.py); every one that changes
+    # fingerprints or matching is recorded in the block table and checked at start (ProbeStage)
+    k: int = MatchSettings.k
+    threshold: float = MatchSettings.threshold
+    containment_threshold: float = MatchSettings.containment_threshold
+    containment_min_shingles: int = MatchSettings.containment_min_shingles
+    retention: float | None = None  # seconds; DEDUP_RETENTION / --retention take 30d, 12h, 900s
+    late_allowance: float = 3600.0  # with retention: how late a document may arrive and find all it should
+    max_matches: int = MatchSettings.max_matches
+    segmenter: str = FingerprintConfig.segmenter
+    simhash_features: str = FingerprintConfig.simhash_features
+    weighting: str = FingerprintConfig.weighting
+    bands: int = FingerprintConfig.bands
+    prefix_bands: int = FingerprintConfig.prefix_bands
+    short_text_chars: int = FingerprintConfig.short_text_chars
     metrics_port: int | None = None  # /metrics (Prometheus), /health and /ready on this port if set
     metrics_host: str = "127.0.0.1"  # bind address of that port (0.0.0.0 in a container)
     log_level: str = "warning"
@@ -136,6 +156,16 @@ class Settings:
             dlq=self.dlq_topic,
         )
 
+    def fingerprint_config(self) -> FingerprintConfig:
+        return FingerprintConfig(segmenter=self.segmenter, simhash_features=self.simhash_features,
+                                 weighting=self.weighting, bands=self.bands, prefix_bands=self.prefix_bands,
+                                 short_text_chars=self.short_text_chars)
+
+    def match_settings(self) -> MatchSettings:
+        return MatchSettings(k=self.k, threshold=self.threshold, containment_threshold=self.containment_threshold,
+                             containment_min_shingles=self.containment_min_shingles, retention=self.retention,
+                             max_matches=self.max_matches)
+
     def with_overrides(self, **values: Any) -> Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
 
@@ -149,13 +179,18 @@ def _coerce(name: str, raw: Any) -> Any:
         return None
     if name == "data_dir":
         return Path(str(raw))
+    if name in {"retention", "late_allowance"}:
+        if name == "retention" and str(raw).strip().lower() in ("", "none"):
+            return _NONE
+        return parse_duration(raw, name)
     if name in {"partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
-                "fetch_max_wait_ms", "max_message_bytes"}:
+                "fetch_max_wait_ms", "max_message_bytes", "containment_min_shingles", "max_matches", "bands",
+                "prefix_bands", "short_text_chars"}:
         try:
             return int(raw)
         except ValueError as exc:
             raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
-    if name in {"batch_within", "rebalance_timeout", "connect_timeout"}:
+    if name in {"batch_within", "rebalance_timeout", "connect_timeout", "threshold", "containment_threshold"}:
         try:
             return float(raw)
         except ValueError as exc:
@@ -226,4 +261,8 @@ def load_settings(config_file: str | Path | None = None, env: dict[str, str] | N
         raise ConfigError(f"unknown security settings: {sorted(unknown)}")
     if values.get("broker") == "":
         values["broker"] = None
-    return Settings(**values, security=Security(**security))
+    values = {key: None if value is _NONE else value for key, value in values.items()}
+    settings = Settings(**values, security=Security(**security))
+    settings.match_settings()  # checks ranges (threshold 0-1 ...) with one message each
+    settings.fingerprint_config()
+    return settings

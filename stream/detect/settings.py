@@ -1,0 +1,52 @@
+"""When two documents are reported: the detector's settings, shared by ``dedup scan`` and the worker.
+
+Every one of them changes which pairs are reported, so each is recorded with the state it built
+(``describe``) and a state built with other values is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD, Detector
+from stream.detect.verdict import MAX_MATCHES
+from stream.errors import ConfigError
+from stream.index import BlockIndex
+
+
+@dataclass(frozen=True)
+class MatchSettings:
+    k: int = 3  # SimHash Hamming radius of the lossless block tables
+    threshold: float = 0.8  # verified similarity at which two documents are near-duplicates
+    containment_threshold: float = CONTAINMENT_THRESHOLD  # below threshold: 'contained' from this share
+    containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES  # the shorter document's minimum for 'contained'
+    retention: float | None = None  # seconds: match only documents whose event times are this close
+    max_matches: int = MAX_MATCHES  # matches a verdict lists (output only: not recorded)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.k <= 31:
+            raise ConfigError(f"k must be between 0 and 31, got {self.k}")
+        for name in ("threshold", "containment_threshold"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
+        if self.retention is not None and self.retention <= 0:
+            raise ConfigError(f"retention must be positive, got {self.retention}")
+        if self.max_matches < 1:
+            raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
+
+    def detector(self, index: BlockIndex, once: bool = False) -> Detector:
+        return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
+                        containment_min_shingles=self.containment_min_shingles, retention=self.retention)
+
+    def describe(self) -> dict[str, Any]:
+        """The settings that decide which pairs are reported (``max_matches`` only shortens the lists)."""
+        d = asdict(self)
+        del d["max_matches"]
+        return d
+
+
+def differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``name: stored -> current`` for every setting that differs."""
+    return [f"{key}: {stored.get(key)!r} -> {current.get(key)!r}"
+            for key in sorted(set(stored) | set(current)) if stored.get(key) != current.get(key)]
