@@ -183,3 +183,30 @@ def test_output_counts_every_record_of_a_batch_and_fails_it_on_delivery_errors()
         out.close(timeout=1)
 
     asyncio.run(run())
+
+
+def test_the_example_config_names_every_setting_with_its_default() -> None:
+    from dataclasses import fields, replace
+
+    import yaml
+
+    from stream.service.settings import Security, Settings
+
+    path = Path(__file__).resolve().parents[1] / "stream" / "data" / "dedup.example.yaml"
+    keys = set(yaml.safe_load(path.read_text(encoding="utf-8")))
+    assert keys == {f.name for f in fields(Settings)}
+    assert set(yaml.safe_load(path.read_text(encoding="utf-8"))["security"]) == {f.name for f in fields(Security)}
+    loaded = load_settings(path, env={})
+    assert loaded == replace(Settings(), broker="kafka://127.0.0.1:9092")
+
+
+def test_detection_settings_take_durations_and_check_ranges() -> None:
+    s = load_settings(env={"DEDUP_RETENTION": "30d", "DEDUP_THRESHOLD": "0.9", "DEDUP_SEGMENTER": "jieba"})
+    assert (s.retention, s.match_settings().threshold, s.fingerprint_config().segmenter) == (2_592_000.0, 0.9, "jieba")
+    assert load_settings(env={"DEDUP_RETENTION": "none"}).retention is None
+    with pytest.raises(ConfigError, match="retention must be a duration"):
+        load_settings(env={"DEDUP_RETENTION": "a month"})
+    with pytest.raises(ConfigError, match="threshold must be between 0 and 1"):
+        load_settings(env={"DEDUP_THRESHOLD": "1.5"})
+    with pytest.raises(ConfigError, match="weighting must be one of"):
+        load_settings(env={"DEDUP_WEIGHTING": "idf"})

@@ -1,0 +1,115 @@
+"""The operator's lifecycle against a real broker: deletes and retention that survive recovery, settings
+that must match the state."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import shutil
+import time
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Deployment
+
+pytestmark = pytest.mark.integration
+
+POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 3
+OTHER = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。" * 3
+
+
+def _verdict_keys(deployment: Deployment) -> dict[str, bytes | None]:
+    """The latest value per key of the verdict topic (None: a tombstone)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(deployment.verdicts, bootstrap_servers=deployment.broker.bootstrap,
+                             auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=2000)
+    latest: dict[str, bytes | None] = {}
+    try:
+        for message in consumer:
+            latest[message.key.decode()] = message.value
+    finally:
+        consumer.close()
+    return latest
+
+
+def _wait_for(check: Any, timeout: float, deployment: Deployment) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        deployment.check_alive()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met in {timeout:.0f} s\n{deployment.log_digest()}")
+        time.sleep(1)
+
+
+@pytest.mark.parametrize("loss", ["sigkill", "data_dir"])
+def test_deletes_survive_recovery(deployment: Deployment, loss: str) -> None:
+    data = deployment.tmp / "w-0"
+    first = deployment.start_worker("w", data=data)
+    deployment.publish([{"id": "orig", "text": POEM, "ts": 1.0}, {"id": "other", "text": OTHER, "ts": 2.0}])
+    deployment.final_table(2)
+    deployment.publish([(b"orig", None)])  # a Kafka tombstone deletes the document
+    _wait_for(lambda: _verdict_keys(deployment).get("orig", b"") is None, 60, deployment)
+    deployment.publish([{"id": "unknown", "op": "delete"}])
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    if loss == "data_dir":
+        shutil.rmtree(data)  # everything comes back from the changelogs alone
+    time.sleep(11)  # the broker expires the dead member before its successor joins
+    deployment.start_worker("again", data=data)
+    deployment.publish([{"id": "copy", "text": POEM, "ts": 3.0}, {"id": "copy2", "text": OTHER, "ts": 4.0}])
+    _wait_for(lambda: {"copy", "copy2"} <= set(_verdict_keys(deployment)), 120, deployment)
+    latest = _verdict_keys(deployment)
+    copy, copy2 = (json.loads(latest[k] or b"{}") for k in ("copy", "copy2"))
+    assert copy["verdict"] == "unique", copy  # the deleted original did not come back with the state
+    assert copy2["canonical"] == "other", copy2  # what was not deleted did
+    assert latest["orig"] is None and "unknown" not in latest
+
+
+def test_retention_limits_matches_and_its_deletions_survive_recovery(deployment: Deployment) -> None:
+    data = deployment.tmp / "w-0"
+    env = {"DEDUP_RETENTION": "1h", "DEDUP_LATE_ALLOWANCE": "60s"}
+    first = deployment.start_worker("w", data=data, env=env)
+    day = 86_400.0
+    deployment.publish([{"id": "day0", "text": POEM, "ts": 0.0}, {"id": "day0+30m", "text": POEM, "ts": 1800.0},
+                        {"id": "day1", "text": POEM, "ts": day}])
+    table = deployment.final_table(3)
+    assert table["day0+30m"]["canonical"] == "day0"  # 30 min apart: within an hour
+    assert table["day1"]["verdict"] == "unique"  # a day apart: never a match, whatever expired
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    time.sleep(11)
+    # 10 s after day1, the partitions expire what is older than day1 - 1h - 60 s: day0 and day0+30m.
+    # A late copy dated day0+10m finds nothing, although a full-retention index would have matched it.
+    second = deployment.start_worker("again", data=data, env=env)
+    deployment.publish([{"id": "filler", "text": OTHER, "ts": day + 1}])
+    deployment.final_table(4)
+    time.sleep(12)
+    deployment.publish([{"id": "filler2", "text": OTHER, "ts": day + 2}])  # a batch after the expiry timer
+    deployment.final_table(5)
+    # the expiry's deletions went to the changelog: a worker rebuilding from it alone has no day0 either
+    os.kill(second.pid, signal.SIGKILL)
+    second.wait()
+    shutil.rmtree(data)
+    time.sleep(11)
+    deployment.start_worker("third", data=data, env=env)
+    deployment.publish([{"id": "late", "text": POEM, "ts": 600.0}])
+    table = deployment.final_table(6)
+    assert table["late"]["verdict"] == "unique", table["late"]
+    assert "Traceback" not in (deployment.tmp / "third.log").read_text()
+
+
+def test_a_worker_with_other_settings_refuses_the_state(deployment: Deployment) -> None:
+    first = deployment.start_worker("w")
+    deployment.publish([{"id": "a", "text": POEM}])
+    deployment.final_table(1)
+    deployment.stop()
+    other = deployment.start_worker("strict", env={"DEDUP_THRESHOLD": "0.9"})
+    other.may_fail = True  # type: ignore[attr-defined]
+    deployment.publish([{"id": "b", "text": POEM}])
+    assert other.wait(120) == 3
+    log = (deployment.tmp / "strict.log").read_text()
+    assert "was built with other settings (threshold: 0.8 -> 0.9)" in log and "new app_id" in log
+    assert first.returncode == 0
