@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import shutil
+import signal
 import time
 from typing import Any
 
