@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import demo_pairs
+from stream.bench.harness import demo_pairs
 
 pytestmark = pytest.mark.integration
 

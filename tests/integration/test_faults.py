@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from stream.bench.harness import Deployment, Row, row
 from stream.service.broker import free_port
-from tests.integration.conftest import Deployment, Row, row
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.conftest import Deployment
+from stream.bench.harness import Deployment
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import Deployment
+from stream.bench.harness import Deployment
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import Deployment, Row, demo_pairs, row
+from stream.bench.harness import Deployment, Row, demo_pairs, row
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,245 @@
+"""A deployment on a real broker for tests and benchmarks: workers as subprocesses, kafka-python as the
+independent client (it is in the [test] and [bench] extras), and the single-process reference answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+PARTITIONS = 4
+Row = tuple[str, str | None, tuple[str, ...]]  # verdict, canonical, sorted match ids
+
+
+def demo_docs() -> list[dict[str, Any]]:
+    text = resources.files("stream").joinpath("data/demo/tang_demo.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def demo_pairs() -> set[frozenset[str]]:
+    text = resources.files("stream").joinpath("data/demo/tang_demo_pairs.jsonl").read_text(encoding="utf-8")
+    return {frozenset((p["a"], p["b"])) for p in map(json.loads, text.splitlines()) if p}
+
+
+def row(verdict: dict[str, Any]) -> Row:
+    return (verdict["verdict"], verdict["canonical"], tuple(sorted(m["id"] for m in verdict["matches"])))
+
+
+def reference(docs: Iterable[dict[str, Any]]) -> dict[str, Row]:
+    """The single-process answer (same core, same settings) in canonical order (ts, id)."""
+    from stream.detect import Detector, build_verdict
+    from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+    from stream.index import BlockIndex
+
+    config = FingerprintConfig(segmenter="auto")
+    fingerprinter = Fingerprinter(config)
+    detector = Detector(BlockIndex(None, k=3, bands=config.band_tables))
+    parsed = sorted((parse_document(d) for d in docs), key=lambda d: (d.ts, d.id))
+    out = {}
+    for doc in parsed:
+        fp = fingerprinter.fingerprint(doc)
+        order = (float(doc.ts or 0.0), doc.id)
+        out[doc.id] = row(build_verdict(fp, order, detector.probe(fp, order)).to_json())
+    return out
+
+
+@dataclass
+class Deployment:
+    """One app id (consumer group) with its own topics on the shared broker."""
+
+    broker: Any
+    tmp: Path
+    app_id: str = field(default_factory=lambda: "t" + uuid.uuid4().hex[:8])
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def documents(self) -> str:
+        return f"{self.app_id}.documents"
+
+    @property
+    def verdicts(self) -> str:
+        return f"{self.app_id}.verdicts"
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.app_id}.dlq"
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ, "PYTHONUNBUFFERED": "1",
+            "DEDUP_BROKER": self.broker.url, "DEDUP_APP_ID": self.app_id,
+            "DEDUP_PARTITIONS": str(PARTITIONS), "DEDUP_REBALANCE_TIMEOUT": "2",
+            "DEDUP_DOCUMENTS_TOPIC": self.documents, "DEDUP_VERDICTS_TOPIC": self.verdicts,
+            "DEDUP_DLQ_TOPIC": self.dlq, "DEDUP_BATCH_SIZE": "64",
+        }
+
+    def start_worker(self, name: str, data: Path | None = None, env: dict[str, str] | None = None
+                     ) -> subprocess.Popen[bytes]:
+        data = data or self.tmp / f"{name}-{len(self.workers)}"
+        log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115
+        proc = subprocess.Popen([sys.executable, "-m", "stream.service.worker", "--data-dir", str(data)],
+                                env={**self.env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+        self.workers.append(proc)
+        return proc
+
+    def apply_topology(self) -> None:
+        from stream.service.settings import load_settings
+        from stream.service.worker import apply_topology
+
+        apply_topology(load_settings(env=self.env()), lambda _m: None)
+
+    def publish(self, docs: Iterable[dict[str, Any] | tuple[bytes | None, bytes | None]]) -> None:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=self.broker.bootstrap, linger_ms=5, max_request_size=8 << 20)
+        for d in docs:
+            if isinstance(d, tuple):
+                producer.send(self.documents, key=d[0], value=d[1])
+            else:
+                producer.send(self.documents, key=d["id"].encode(), value=json.dumps(d, ensure_ascii=False).encode())
+        producer.flush()
+        producer.close()
+
+    def read(self, topic: str, until: Any = None, timeout: float = 90.0) -> list[dict[str, Any]]:
+        """Every record of ``topic`` (JSON values) until ``until(records)`` holds or ``timeout``."""
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(topic, bootstrap_servers=self.broker.bootstrap, auto_offset_reset="earliest",
+                                 enable_auto_commit=False, consumer_timeout_ms=1000, fetch_max_bytes=64 << 20,
+                                 max_partition_fetch_bytes=16 << 20)
+        records: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                for msg in consumer:
+                    if msg.value is not None:
+                        records.append(json.loads(msg.value))
+                if until is None or until(records):
+                    if until is None and records:
+                        break
+                    if until is not None:
+                        break
+                self.check_alive()
+        finally:
+            consumer.close()
+        return records
+
+    def await_verdicts(self, n: int, timeout: float = 90.0) -> None:
+        """Until the verdict topic holds at least ``n`` records (revisions count)."""
+        self.read(self.verdicts, until=lambda r: len(r) >= n, timeout=timeout)
+
+    def final_table(self, n_docs: int, timeout: float = 120.0, settle: float = 3.0) -> dict[str, dict[str, Any]]:
+        """Latest verdict per id once every document has one and nothing changed for ``settle`` s."""
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(self.verdicts, bootstrap_servers=self.broker.bootstrap,
+                                 auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=500)
+        table: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + timeout
+        last_change = time.monotonic()
+        try:
+            while time.monotonic() < deadline:
+                changed = False
+                for msg in consumer:
+                    table[msg.key.decode()] = json.loads(msg.value)
+                    changed = True
+                if changed:
+                    last_change = time.monotonic()
+                elif len(table) >= n_docs and time.monotonic() - last_change >= settle:
+                    return table
+                self.check_alive()
+        finally:
+            consumer.close()
+        raise AssertionError(f"only {len(table)}/{n_docs} verdicts within {timeout}s\n{self.log_digest()}")
+
+    def wait_ready(self, data: Path, timeout: float = 90.0) -> None:
+        """Until the worker on ``data`` is assigned, recovered and consuming (its READY file)."""
+        from stream.service.app import ready_pid
+
+        deadline = time.monotonic() + timeout
+        while ready_pid(data) is None:
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no worker ready on {data} after {timeout:.0f} s\n{self.log_digest()}")
+            time.sleep(0.2)
+
+    def check_alive(self) -> None:
+        for w in self.workers:
+            if w.returncode is None and w.poll() is not None and w.returncode not in (0, -signal.SIGKILL):
+                if getattr(w, "may_fail", False):
+                    continue
+                raise AssertionError(f"worker exited with {w.returncode}; logs in {self.tmp}\n{self.log_digest()}")
+
+    def outcomes(self, timeout: float = 60.0) -> dict[str, int]:
+        """Account for every record of the documents topic: a verdict names it (``source``), a dead
+        letter names it, or a later record of the same id has a verdict (superseded). Returns the counts,
+        with ``unaccounted`` (the goal: 0)."""
+        inputs = self.read_raw(self.documents, timeout=timeout)
+        verdicts = self.read(self.verdicts, timeout=10)
+        dead = self.read(self.dlq, timeout=10)
+        judged = {(v["source"]["partition"], v["source"]["offset"]) for v in verdicts}
+        lettered = {(d["source"]["partition"], d["source"]["offset"]) for d in dead}
+        latest: dict[bytes | None, tuple[int, int]] = {}
+        for partition, offset, key in inputs:
+            if (partition, offset) in judged:
+                latest[key] = max(latest.get(key, (partition, -1)), (partition, offset))
+        counts = {"inputs": len(inputs), "verdicts": 0, "dead_letters": 0, "superseded": 0, "unaccounted": 0}
+        for partition, offset, key in inputs:
+            if (partition, offset) in judged:
+                counts["verdicts"] += 1
+            elif (partition, offset) in lettered:
+                counts["dead_letters"] += 1
+            elif key in latest and latest[key] > (partition, offset):
+                counts["superseded"] += 1
+            else:
+                counts["unaccounted"] += 1
+        return counts
+
+    def read_raw(self, topic: str, timeout: float = 30.0) -> list[tuple[int, int, bytes | None]]:
+        """(partition, offset, key) of every record of ``topic``."""
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(topic, bootstrap_servers=self.broker.bootstrap, auto_offset_reset="earliest",
+                                 enable_auto_commit=False, consumer_timeout_ms=2000, fetch_max_bytes=64 << 20,
+                                 max_partition_fetch_bytes=16 << 20)
+        out: list[tuple[int, int, bytes | None]] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                batch = [(m.partition, m.offset, m.key) for m in consumer]
+                if not batch:
+                    break
+                out.extend(batch)
+        finally:
+            consumer.close()
+        return out
+
+    def log_digest(self, tail: int = 15) -> str:
+        """The workers' warnings and last lines: CI keeps the test output, not the temp dir."""
+        parts = []
+        for log in sorted(self.tmp.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            notable = [ln for ln in lines[:-tail] if any(w in ln for w in ("WARNING", "ERROR", "CRITICAL"))]
+            parts.append(f"--- {log.name}: {len(lines)} lines; warnings, then the last {tail}")
+            parts.extend(ln[:300] for ln in notable[-40:] + lines[-tail:])
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        for w in self.workers:
+            if w.poll() is None:
+                w.terminate()
+        for w in self.workers:
+            try:
+                w.wait(15)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.wait(5)
