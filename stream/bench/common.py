@@ -24,7 +24,20 @@ def shared_dir() -> Path | None:
 
 def machine() -> dict[str, Any]:
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": commit(), "load": os.getloadavg()[0]}
+
+
+def versions(*packages: str) -> dict[str, str]:
+    """Installed versions of the peers and libraries a benchmark compares ("-" when absent)."""
+    from importlib import metadata
+
+    found = {}
+    for name in packages:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "-"
+    return found
 
 
 def save_json(out_dir: str, name: str, payload: dict[str, Any]) -> Path:
@@ -33,6 +46,16 @@ def save_json(out_dir: str, name: str, payload: dict[str, Any]) -> Path:
     target = path / f"{name}.json"
     target.write_text(json.dumps({"machine": machine(), **payload}, indent=1, ensure_ascii=False))
     return target
+
+
+def stamp(fig: Any, peers: dict[str, str] | None = None) -> None:
+    """A footer on a chart: the commit and machine it was made on, and the peers' versions."""
+    m = machine()
+    text = (f"commit {m['commit']} · {m['machine']}, {m['cpus']} CPUs, Python {m['python']}, load {m['load']:.1f} · "
+            f"{m['time']}")
+    if peers:
+        text += " · " + ", ".join(f"{name} {version}" for name, version in peers.items())
+    fig.text(0.01, 0.005, text, fontsize=7, color="dimgray", ha="left", va="bottom")
 
 
 def pyplot() -> Any:

