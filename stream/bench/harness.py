@@ -34,6 +34,11 @@ def row(verdict: dict[str, Any]) -> Row:
     return (verdict["verdict"], verdict["canonical"], tuple(sorted(m["id"] for m in verdict["matches"])))
 
 
+def rows(table: dict[str, dict[str, Any]]) -> dict[str, Row]:
+    """A verdict table (id -> verdict) as comparable rows."""
+    return {k: row(v) for k, v in table.items()}
+
+
 def reference(docs: Iterable[dict[str, Any]]) -> dict[str, Row]:
     """The single-process answer (same core, same settings) in canonical order (ts, id)."""
     from stream.detect import Detector, build_verdict

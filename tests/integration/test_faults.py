@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, Row, row
+from stream.bench.harness import Deployment, Row, rows
 from stream.service.broker import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _rows(table: dict[str, dict[str, Any]]) -> dict[str, Row]:
-    return {k: row(v) for k, v in table.items()}
 
 
 def test_poison_messages_are_dead_lettered_alone(deployment: Deployment, corpus: list[dict[str, Any]],
@@ -40,7 +36,7 @@ def test_poison_messages_are_dead_lettered_alone(deployment: Deployment, corpus:
     half = len(corpus) // 2
     deployment.publish([*corpus[:half], *poison, *corpus[half:]])  # the poison sits inside good batches
     table = deployment.final_table(len(corpus))
-    assert _rows(table) == expected  # every good document answered, none of the poison's neighbours lost
+    assert rows(table) == expected  # every good document answered, none of the poison's neighbours lost
     dead = deployment.read(deployment.dlq, until=lambda r: len(r) >= len(poison), timeout=30)
     codes = {d.get("key") if d.get("key_encoding") == "utf-8" else None: d["code"] for d in dead}
     assert codes == {"long-id": "bad_id", "huge": "not_json", "float-id": "bad_id", "list-ts": "bad_ts",
@@ -71,7 +67,7 @@ def test_a_full_disk_stops_the_worker_unacknowledged_and_a_restart_with_space_an
         subprocess.run(["mount", "-o", "remount,size=512m", str(mount)], check=True)
         deployment.start_worker("roomy", data=data)
         table = deployment.final_table(len(corpus), timeout=180)
-        assert _rows(table) == expected
+        assert rows(table) == expected
         assert "did not stop cleanly" in (deployment.tmp / "roomy.log").read_text()
     finally:
         deployment.stop()
@@ -110,7 +106,7 @@ def test_a_paused_broker_loses_nothing_logs_little_and_health_says_so(
     assert during <= 120, f"{during} log lines in a 30 s outage"
     deployment.publish(corpus[half:])
     table = deployment.final_table(len(corpus), timeout=180)
-    assert _rows(table) == expected
+    assert rows(table) == expected
     deadline = time.monotonic() + 30
     while _get(f"http://127.0.0.1:{port}/health")[0] != 200 and time.monotonic() < deadline:
         time.sleep(1)

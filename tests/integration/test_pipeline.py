@@ -10,13 +10,9 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, Row, demo_pairs, row
+from stream.bench.harness import Deployment, Row, demo_pairs, rows
 
 pytestmark = pytest.mark.integration
-
-
-def _rows(table: dict[str, dict[str, Any]]) -> dict[str, Row]:
-    return {k: row(v) for k, v in table.items()}
 
 
 def test_documents_in_verdicts_out_and_bad_input_to_dlq(deployment: Deployment, corpus: list[dict[str, Any]],
@@ -25,7 +21,7 @@ def test_documents_in_verdicts_out_and_bad_input_to_dlq(deployment: Deployment, 
     bad = [(b"bad-json", b"{not json"), (b"no-id", b'{"text": "x"}'), (b"\xff\xfe", b"\xff\xfe\x00binary")]
     deployment.publish([*corpus, *bad])
     table = deployment.final_table(len(corpus))
-    assert _rows(table) == expected
+    assert rows(table) == expected
     # known near-duplicate pairs of the sample are found (the core's verified recall, not 100% by design)
     found = {frozenset((k, m["id"])) for k, v in table.items() for m in v["matches"]}
     truth = demo_pairs()
@@ -47,7 +43,7 @@ def test_two_workers_give_the_same_final_table(deployment: Deployment, corpus: l
     time.sleep(8)  # both in the group before the data arrives, so the work is really shared
     deployment.publish(corpus)
     table = deployment.final_table(len(corpus))
-    assert _rows(table) == expected
+    assert rows(table) == expected
     assert {v["source"]["partition"] for v in table.values()} == set(range(4))
 
 
@@ -67,7 +63,7 @@ def test_a_worker_leaving_mid_stream_hands_its_partitions_back(deployment: Deplo
     assert b.wait(30) == 0
     deployment.publish(corpus[2 * third:])
     table = deployment.final_table(len(corpus))
-    assert _rows(table) == expected
+    assert rows(table) == expected
     assert a.poll() is None, "the worker that stayed must still be running"
     assert "retries timed out" not in (deployment.tmp / "a.log").read_text()
 
@@ -88,7 +84,7 @@ def test_sigkill_mid_stream_recovers_from_changelog(deployment: Deployment, corp
     # worker must drop them and rebuild every bit of block-table and gather state from the changelogs
     deployment.start_worker("second", data=deployment.tmp / "first-0")
     table = deployment.final_table(len(corpus), timeout=150)
-    assert _rows(table) == expected
+    assert rows(table) == expected
     assert "did not stop cleanly" in (deployment.tmp / "second.log").read_text()
 
 
@@ -98,7 +94,7 @@ def test_out_of_order_arrival_publishes_corrected_verdicts(deployment: Deploymen
     # canonical order is the ts field; publish in reverse so later documents are judged first
     deployment.publish(list(reversed(corpus)))
     table = deployment.final_table(len(corpus))
-    assert _rows(table) == expected
+    assert rows(table) == expected
     revised = [v for v in table.values() if v["revised"]]
     assert revised, "duplicates judged before their originals arrived must be revised"
     assert all(v["verdict"] in ("duplicate", "near_duplicate") for v in revised)
