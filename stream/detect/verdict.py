@@ -152,6 +152,7 @@ class Verdict:
             "canonical": canon.id if canon else None,
             "distance": canon.distance if canon else None,
             "similarity": round(canon.similarity, 4) if canon else None,
+            "relation": canon.relation if canon else None,
             "match_count": self.match_count,
             "matches": [m.to_json() for m in self.matches],
             **self.extra,

@@ -80,7 +80,8 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
                     if v["verdict"] in ("duplicate", "near_duplicate"):
                         tag = "revised " if v.get("revised") else ""
                         others = f", {v['match_count']} matches" if v.get("match_count", 1) > 1 else ""
-                        bar.console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} ~ {v['canonical']} "
+                        how = "contained in" if v.get("relation") == "contained" else "~"
+                        bar.console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} {how} {v['canonical']} "
                                           f"(similarity {v['similarity']:.2f}, distance {v['distance']}{others})",
                                           markup=True, highlight=False)
                 bar.update(task, completed=len(stats.latest))
