@@ -218,9 +218,10 @@ class Sender:
 
     def close(self, timeout: float) -> int:
         """Wait for every delivery and ledger record; the number still undelivered."""
-        self.producer.flush(timeout)
-        self._record_delivered()  # the originals delivered during the flush
         left = self.producer.flush(timeout)
+        while self._delivered:  # originals delivered during the flush: their ledger records, then wait again
+            self._record_delivered()
+            left = self.producer.flush(timeout)
         del self.producer
         return int(left)
 
