@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "topology": "stream.service.cli:topology",
     "broker": "stream.service.cli:broker",
     "reset": "stream.service.cli:reset",
+    "dlq": "stream.service.dlq:command",
 }
 BENCH_COMMANDS: dict[str, str] = {
     "accuracy": "stream.bench.accuracy:command",

@@ -16,7 +16,7 @@ DEFAULT_REPLICATION = 1
 @dataclass(frozen=True)
 class TopicSpec:
     name: str
-    role: str  # input | output | dead-letter | internal | changelog
+    role: str  # input | output | dead-letter | replay-ledger | internal | changelog
     partitions: int
     replication: int
     configs: dict[str, str] = field(default_factory=dict)

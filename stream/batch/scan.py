@@ -50,6 +50,7 @@ def scan_stream(state: ScanState, lines: Iterator[tuple[int, bytes]], out: IO[st
             doc = parse_document(line)
             if doc.op == DELETE:
                 found = state.detector.forget(doc.id)
+                state.known.forget(doc.id)
                 counts["deleted" if found else "delete_unknown"] += 1
                 out.write(json.dumps({"id": doc.id, "op": DELETE, "found": found}) + "\n")
                 continue
@@ -63,9 +64,12 @@ def scan_stream(state: ScanState, lines: Iterator[tuple[int, bytes]], out: IO[st
                 errors.write(json.dumps({"line": number, "code": exc.code, "error": str(exc)},
                                         ensure_ascii=False) + "\n")
             continue
-        order = (doc.ts if by_time and doc.ts is not None else float(state.next_seq), doc.id)
-        matches = state.detector.probe(fp, order)
-        verdict = build_verdict(fp, (order[0], last_id) if by_time else order, matches, max_matches)
+        fresh = (doc.ts if by_time and doc.ts is not None else float(state.next_seq), doc.id)
+        placed = state.known.place(fp, fresh, state.detector)  # a document seen before keeps its place
+        order = placed.order
+        matches = state.detector.probe(fp, order, fp_bytes=placed.payload)
+        verdict_order = (order[0], last_id) if by_time and not placed.again else order
+        verdict = build_verdict(fp, verdict_order, matches, max_matches)
         state.next_seq += 1
         counts[verdict.verdict] += 1
         out.write(json.dumps(verdict.to_json(), ensure_ascii=False) + "\n")

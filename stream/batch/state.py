@@ -1,7 +1,8 @@
 """The detector's state for ``dedup scan``: in memory, or a directory kept between runs.
 
 Layout of a state directory: ``index/`` (BlockIndex, RocksDB; its records keep the serialized
-fingerprints for verification), ``meta.json`` (schema id, settings, next arrival number). A directory
+fingerprints for verification), ``meta.json`` (schema id, settings, next arrival number), ``ids/``
+(the ids judged, with their order and fingerprint hash: ``known.py``). A directory
 built under one fingerprint schema refuses another: fingerprints of different schemas do not compare.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stream.batch.known import KnownDocuments
 from stream.detect import Detector, MatchSettings, differences
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter
@@ -26,10 +28,15 @@ class ScanState:
     matching: MatchSettings
     next_seq: int
     path: Path | None
+    known: KnownDocuments = field(init=False)  # the ids judged: their order and fingerprint hash
+
+    def __post_init__(self) -> None:
+        self.known = KnownDocuments(None if self.path is None else self.path / "ids")
 
     def save(self) -> None:
         if self.path is None:
             return
+        self.known.flush()
         meta = _meta(self.fingerprinter, self.matching, self.next_seq)
         tmp = self.path / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1))
@@ -40,6 +47,7 @@ class ScanState:
     def close(self) -> None:
         self.save()
         self.detector.index.close()
+        self.known.close()
 
 
 def _meta(fp: Fingerprinter, matching: MatchSettings, next_seq: int) -> dict[str, Any]:

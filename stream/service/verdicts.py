@@ -86,9 +86,13 @@ def row_of(v: dict[str, Any]) -> tuple[str, ...]:
             str(v.get("match_count", len(v.get("matches") or ()))), "yes" if v.get("revised") else "", latency)
 
 
-class VerdictPrinter:
-    """Verdicts as they come: a table with a header on a terminal, tab-separated lines (with a header
-    line) when piped, or the JSON records; never wrapped."""
+class RowPrinter:
+    """Records as they come: a table with a header on a terminal, tab-separated lines (with a header
+    line) when piped, or JSON lines; never wrapped. A subclass names the columns and a record's cells."""
+
+    columns: tuple[str, ...] = ()
+    widths: tuple[int, ...] = ()
+    right: frozenset[str] = frozenset()  # right-aligned (numeric) columns
 
     def __init__(self, as_json: bool, stream: IO[str] | None = None) -> None:
         self.as_json = as_json
@@ -96,37 +100,53 @@ class VerdictPrinter:
         self.terminal = self.stream.isatty() and not as_json
         self._header_done = False
 
-    def print(self, batch: list[dict[str, Any]]) -> None:
+    def cells(self, record: Any) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def as_dict(self, record: Any) -> Any:
+        return record
+
+    def print(self, batch: list[Any]) -> None:
         if not batch:
             return
         if self.as_json:
-            self.stream.write("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in batch))
+            self.stream.write("".join(json.dumps(self.as_dict(r), ensure_ascii=False) + "\n" for r in batch))
         elif self.terminal:
             self._table(batch)
         else:
             if not self._header_done:
-                self.stream.write("\t".join(COLUMNS) + "\n")
-            self.stream.write("".join("\t".join(_cell(c) for c in row_of(v)) + "\n" for v in batch))
+                self.stream.write("\t".join(self.columns) + "\n")
+            self.stream.write("".join("\t".join(_cell(c) for c in self.cells(r)) + "\n" for r in batch))
         self._header_done = True
         self.stream.flush()
 
-    def _table(self, batch: list[dict[str, Any]]) -> None:
+    def _table(self, batch: list[Any]) -> None:
         from rich.console import Console
         from rich.table import Table
 
         table = Table(show_header=not self._header_done, box=None, pad_edge=False)
-        widths = (32, 14, 32, 10, 8, 7, 7, 10)
-        for name, width in zip(COLUMNS, widths, strict=True):
+        for name, width in zip(self.columns, self.widths, strict=True):
             table.add_column(name, width=width, no_wrap=True, overflow="ellipsis",
-                             justify="right" if name in ("similarity", "distance", "matches", "latency_ms") else "left")
-        for v in batch:
-            table.add_row(*row_of(v))
+                             justify="right" if name in self.right else "left")
+        for record in batch:
+            table.add_row(*self.cells(record))
         Console(file=self.stream).print(table)
 
     def note(self, text: str) -> None:
         """A progress line: on a terminal only, so piped output stays one record a line."""
         if self.terminal:
             self.stream.write(text + "\n")
+
+
+class VerdictPrinter(RowPrinter):
+    """Verdicts (the records as published)."""
+
+    columns = COLUMNS
+    widths = (32, 14, 32, 10, 8, 7, 7, 10)
+    right = frozenset(("similarity", "distance", "matches", "latency_ms"))
+
+    def cells(self, record: Any) -> tuple[str, ...]:
+        return row_of(record)
 
 
 def _cell(text: str) -> str:
