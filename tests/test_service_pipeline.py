@@ -15,7 +15,6 @@ from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import MemoryStore
 from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.pipeline import DocumentStage, GatherStage, Hops, Pipeline, ProbeStage, Record, Topics
-from stream.service.routing import doc_partition
 
 PARTITIONS = 4
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS)
@@ -64,9 +63,11 @@ def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, i
     pipeline = _worker(out, owned, verify_once)
     internal = 0
     for i in range(0, len(values), batch):
-        pipeline.documents_batch([Record(v[0], None, Source("documents", 0, i + n, 0.0)) if isinstance(v, tuple)
-                                  else Record(None, v, Source("documents", 0, i + n, 0.0))
-                                  for n, v in enumerate(values[i : i + batch])])
+        records = []
+        for offset, v in enumerate(values[i : i + batch], start=i):
+            source = Source("documents", 0, offset, float(offset))  # record timestamps follow the offsets
+            records.append(Record(v[0], None, source) if isinstance(v, tuple) else Record(None, v, source))
+        pipeline.documents_batch(records)
         while any(t in ("probe", "gather") for t, _, _ in out.sent):
             probes = out.take("probe")
             internal += len(probes)
@@ -122,8 +123,9 @@ def test_verifying_each_pair_once_gives_the_same_final_verdicts() -> None:
 
 
 def test_the_gather_header_rides_with_one_probe_answer() -> None:
-    """A document's header goes out in its first target partition's probe item only, comes back
-    with that answer, and the gather stage completes the document from answers alone."""
+    """Every partition gets an item of every document (so one holding an older version can drop it); the
+    header goes out in the first target partition's item only (partition 0 for an empty document), comes
+    back with that answer, and the gather stage completes the document from answers alone."""
     out = Out()
     stores = {p: MemoryStore() for p in range(PARTITIONS)}
     gather_stores = {p: MemoryStore() for p in range(PARTITIONS)}
@@ -132,17 +134,15 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
     hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out).handle(  # type: ignore[arg-type]
         [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
-    # no separate header entries, except for the empty document (its header alone completes it)
-    assert [[e.doc for e in entries] for entries in hops.gather.values()] == [["e"]]
-    for doc in ("a", "b"):
+    assert not hops.gather  # no separate header entries
+    for doc in ("a", "b", "e"):
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
         carriers = [p for p, it in items if it.header is not None]
-        assert carriers == [min(p for p, _ in items)] and len(items) > 1
+        assert sorted(p for p, _ in items) == list(range(PARTITIONS))
+        assert carriers == [min([p for p, it in items if it.tables], default=0)]
     answers = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
         list(hops.probes.items()))
     gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
-    for entries in hops.gather.values():
-        gather.handle(doc_partition("e", PARTITIONS), entries)
     for p, entries in answers.items():
         gather.handle(p, entries)
     verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
@@ -170,3 +170,23 @@ def test_a_deleted_document_is_forgotten_and_its_verdict_tombstoned() -> None:
     assert (final["d"]["canonical"], final["d"]["match_count"]) == ("c", 1)  # a and b are gone
     tombstones = [key for topic, key, value in out.sent if topic == "verdicts" and value is None]
     assert sorted(tombstones) == [b"a", b"b"]  # not b"never": it never had a verdict
+
+
+def _summary(final: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
+    return {k: (v["verdict"], v["canonical"]) for k, v in final.items()}
+
+
+def test_one_id_is_one_document_as_in_a_scan() -> None:
+    """The cases of tests/test_scan_idempotent.py, through the worker's stages, documents without ts (the
+    record timestamp is new on every republish): the same document again keeps its verdict; an edited
+    one replaces its old version everywhere and is judged as a new arrival."""
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
+    final, _ = _run([doc("a1", poem), doc("a2", poem), doc("a1", poem), doc("a2", poem)], frozenset(), batch=1)
+    assert _summary(final) == {"a1": ("unique", None), "a2": ("duplicate", "a1")}
+    everything = {(t, p) for t in ("probe", "gather") for p in range(PARTITIONS)}
+    final, _ = _run([doc("a", poem), doc("b", other), doc("a", other), doc("c", poem), doc("b", other)],
+                    everything, batch=1)
+    assert _summary(final) == {"a": ("duplicate", "b"), "b": ("unique", None), "c": ("unique", None)}
+    final, _ = _run([doc("a", poem), doc("a", " "), doc("c", poem)], frozenset(), batch=1)
+    assert _summary(final) == {"a": ("empty", None), "c": ("unique", None)}

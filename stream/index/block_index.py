@@ -406,6 +406,14 @@ class BlockIndex(BatchCalls):
             for prefix, low, block_mask, top_len in self._root_spec
         ]
 
+    def document(self, doc_id: str) -> IndexHit | None:
+        """The indexed document with this id (its ts, fingerprint and payload), or None."""
+        raw_handle = self._kv.get(doc_key(doc_id))
+        record = None if raw_handle is None else self._record(raw_handle)
+        if record is None:
+            return None
+        return IndexHit(doc_id, 0, record.ts, record.fingerprint, "id", record.payload)
+
     def delete(self, doc_id: str) -> bool:
         """Remove a document from every table; False if it was not indexed."""
         raw_handle = self._kv.get(doc_key(doc_id))

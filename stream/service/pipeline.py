@@ -28,7 +28,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stream.detect import MAX_MATCHES, Detector, MatchSettings, differences, verdict_of
+from stream.detect import MAX_MATCHES, Detector, MatchSettings, Order, differences, verdict_of
 from stream.detect.detector import fingerprint_of
 from stream.errors import ConfigError, DocumentError, StorageError
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
@@ -170,9 +170,9 @@ class DocumentStage:
         return hops
 
     def _route(self, rec: Record, doc: Any, hops: Hops) -> None:
-        """Fingerprint ``doc`` and add its probe items (or, with nothing to probe, its header) to ``hops``.
-        Nothing is added unless every step succeeds. A deletion goes to every partition: which ones hold
-        the document depends on a fingerprint the deletion does not carry."""
+        """Fingerprint ``doc`` and add a probe item per partition to ``hops``, the document's header in the
+        first partition that indexes it (partition 0 for a deletion or an empty document). Nothing is
+        added unless every step succeeds."""
         n = self.topics.partitions
         if doc.op == DELETE:
             header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True)
@@ -185,16 +185,15 @@ class DocumentStage:
         order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
         targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
         round_id = rec.source.round_id
-        header = Header(doc.id, round_id, len(targets), rec.source, order, fp.simhash, fp.schema, fp.empty)
-        if not targets:  # nothing to probe: the header alone completes the document
-            hops.gather[doc_partition(doc.id, n)].append(header)
-            return
-        raw = fp.to_bytes()
-        first = min(targets)
-        items = [(partition, ProbeItem(doc.id, round_id, raw, order, tables, header if partition == first else None))
-                 for partition, tables in targets.items()]
-        for partition, item in items:
-            hops.probes[partition].append(item)
+        # Every partition hears of every document: one that holds an earlier version of this id
+        # outside the new one's tables removes it (an item without tables), so no stale entry stays.
+        header = Header(doc.id, round_id, n, rec.source, order, fp.simhash, fp.schema, fp.empty)
+        raw = fp.to_bytes() if targets else b""
+        carrier = min(targets, default=0)  # where the order is settled (``ProbeStage._place``)
+        for partition in range(n):
+            tables = targets.get(partition, [])
+            hops.probes[partition].append(ProbeItem(doc.id, round_id, raw if tables else b"", order, tables,
+                                                    header if partition == carrier else None))
 
 
 def _tombstone(key: bytes | None) -> Document:
@@ -327,25 +326,27 @@ class ProbeStage:
         canonically later match. A failure before the insert dead-letters the document (its round
         then never completes: the dead letter is its outcome); the insert itself must not fail."""
         n = self.topics.partitions
-        if item.delete:
+        if item.delete or not item.tables:  # a deletion, or a document with nothing to index here
             found = detector.forget(item.doc)
-            metrics.DELETES.labels("removed" if found else "absent").inc()
+            if item.delete:
+                metrics.DELETES.labels("removed" if found else "absent").inc()
             out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
             return
         try:
             fp = fingerprint_of(item.fp)
-            matches = detector.probe(fp, item.order, tables=item.tables, insert=False)
+            order = self._place(detector, item)
+            matches = detector.probe(fp, order, tables=item.tables, insert=False)
         except Exception as exc:
             if is_fault(exc):
                 raise
             source = item.header.source if item.header else _source_of_round(item.round)
             self.dead.send(exc, "probe", source, item.doc.encode(), None)
             return
-        detector.insert(fp, item.order, tables=item.tables, fp_bytes=item.fp)
-        self._newest[partition] = max(self._newest.get(partition, item.order[0]), item.order[0])
-        header = None if item.header is None else replace(item.header, order=item.order, simhash=fp.simhash,
+        detector.insert(fp, order, tables=item.tables, fp_bytes=item.fp)
+        self._newest[partition] = max(self._newest.get(partition, order[0]), order[0])
+        header = None if item.header is None else replace(item.header, order=order, simhash=fp.simhash,
                                                           schema=fp.schema)
-        earlier = [m for m in matches if m.order < item.order]
+        earlier = [m for m in matches if m.order < order]
         answers = out[doc_partition(item.doc, n)]
         for start in range(0, max(1, len(earlier)), ANSWER_CHUNK):  # pieces that fit a message
             last = start + ANSWER_CHUNK >= len(earlier)
@@ -353,10 +354,21 @@ class ProbeStage:
                                   header if start == 0 else None, final=last))
         exact_of = {m.id: m.exact for m in matches}
         for m in matches:
-            if m.order > item.order:
-                mine = replace(m, id=item.doc, order=item.order, exact=exact_of[m.id], simhash=fp.simhash)
+            if m.order > order:
+                mine = replace(m, id=item.doc, order=order, exact=exact_of[m.id], simhash=fp.simhash)
                 out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
                 metrics.REVISIONS.inc()
+
+
+    @staticmethod
+    def _place(detector: Detector, item: ProbeItem) -> Order:
+        """One id is one document: the same document again (an identical fingerprint, already indexed
+        here) keeps the order it was judged at, so it gets the verdict it had; anything else is judged at
+        the order it came with. Every partition holding it sees the same record, so all agree."""
+        old = detector.index.document(item.doc)
+        if old is not None and old.payload == item.fp:
+            return (old.ts, item.doc)
+        return item.order
 
 
 def _source_of_round(round_id: str) -> Source:
