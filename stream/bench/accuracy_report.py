@@ -108,8 +108,8 @@ def print_tables(console: Any, results: dict[str, dict[str, Any]]) -> None:
 
 
 def chart(results: dict[str, dict[str, Any]], peers: dict[str, str], note: str, path: Path) -> None:
-    """Per track: P/R/F1 of every method (top), recall by CJK share band and by length band
-    (below); the target lines are labelled."""
+    """Per track: P/R/F1 of every method (top), recall of the default and the peers by CJK share
+    band and by length band (below); the target lines are labelled."""
     plt = pyplot()
     tracks = list(results)
     fig, axes = plt.subplots(3, len(tracks), figsize=(4.6 * len(tracks), 11), squeeze=False)
@@ -131,6 +131,8 @@ def chart(results: dict[str, dict[str, Any]], peers: dict[str, str], note: str, 
                                  (2, "by_length", "length of the shorter document (characters)")):
             ax = axes[row][col]
             for m, label in zip(rows, labels, strict=True):
+                if m.startswith("simhash:"):  # our SimHash-only variants: in the bars above
+                    continue
                 bands = rows[m][key]
                 xs = [b for b in bands if bands[b]["recall"] is not None]
                 ax.plot(xs, [bands[b]["recall"] for b in xs], marker="o", label=label)

@@ -3,9 +3,11 @@
 Each rule turns a normalized text into a set of shingles (strings, no hashing, no sketch); an exact
 all-pairs join (prefix filtering, as the truth tool does) finds every pair with Jaccard >= 0.8 under
 that rule, and the pairs are scored against the track's ground truth. This measures the rule alone:
-no LSH, no sketch error. Rules:
-- ``cjk-share``: character 5-grams of the text without whitespace when at least 30% of its
-  characters are CJK, else 3-grams of ``\\w+`` words;
+no LSH, no sketch error (docs/text.md, "Shingles", has the figures). Rules:
+- ``share-0.3``, ``share-0.1``, ``share-0.05`` (the default rule), ``share-0.02``,
+  ``any-cjk``: character 5-grams of the text without whitespace when at least that share of its
+  non-space characters are CJK (Han, kana, Hangul), else 3-grams of ``\\w+`` words;
+  ``unit-share-*``: the same with the share of units (CJK characters and words);
 - ``units-N``: N-grams of units: each Han, kana or Hangul character is a unit, each run of other
   word characters (``\\w``) is a unit, punctuation and whitespace are not;
 - ``weighted``: the shingle starting at each unit spans the fewest units that weigh 15 or more, a
@@ -78,7 +80,7 @@ def weighted_rule(punct: bool, cjk_weight: int = 3, word_weight: int = 5, cover:
 
 
 RULES: dict[str, Rule] = {
-    "cjk-share": share_rule(0.3), "share-0.1": share_rule(0.1), "share-0.05": share_rule(0.05),
+    "share-0.3": share_rule(0.3), "share-0.1": share_rule(0.1), "share-0.05": share_rule(0.05),
     "share-0.02": share_rule(0.02), "any-cjk": share_rule(0.0),
     "unit-share-0.3": share_rule(0.3, True), "unit-share-0.1": share_rule(0.1, True),
     "units-3": units_rule(3), "units-4": units_rule(4), "units-5": units_rule(5),
