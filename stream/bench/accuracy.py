@@ -26,11 +26,12 @@ from typing import Any
 
 import click
 
-from stream.bench.accuracy_report import Pair, Track, chart, cjk_share, pair, print_tables, score
+from stream.bench.accuracy_report import Pair, Track, chart, pair, print_tables, score
 from stream.bench.common import DEFAULT_OUT, save_json
 from stream.bench.tracks import TRACKS, find_spec, track_paths
 from stream.detect import Detector
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint.shingles import cjk_share
 from stream.index import BlockIndex
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,17 +13,10 @@ JACCARD_BANDS = [(0.8, 0.9), (0.9, 1.0), (1.0, 1.01)]
 LENGTH_BANDS = [(0, 50), (50, 200), (200, 1000), (1000, 5000), (5000, 10**9)]
 CJK_SHARE_BANDS = [(0.0, 0.1), (0.1, 0.3), (0.3, 0.6), (0.6, 1.01)]
 TARGET_P, TARGET_R = 0.96, 0.95  # issue 20: the default configuration on every track
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]")
 
 
 def pair(a: str, b: str) -> Pair:
     return (a, b) if a < b else (b, a)
-
-
-def cjk_share(text: str) -> float:
-    """Share of the non-whitespace characters that are Han, kana or Hangul."""
-    compact = "".join(text.split())
-    return len(_CJK.findall(compact)) / len(compact) if compact else 0.0
 
 
 @dataclass

@@ -18,9 +18,10 @@ import numpy as np
 from numba import njit
 
 from stream.fingerprint.hashing import char_codes, code_ngram_hashes, ngram_hashes, token_hashes
+from stream.fingerprint.schema import FingerprintConfig
 
 _WORD = re.compile(r"\w+")
-CJK_SHARE = 0.05  # at least this share of non-space characters are CJK -> character shingles
+CJK_SHARE = FingerprintConfig.cjk_share  # at least this share of non-space characters are CJK -> characters
 
 
 @njit(cache=True)
