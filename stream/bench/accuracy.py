@@ -14,7 +14,6 @@ Every method is scored overall and by Jaccard band, by length and by CJK share (
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import subprocess
@@ -31,32 +30,7 @@ from stream.bench.common import DEFAULT_OUT, save_json
 from stream.bench.tracks import TRACKS, find_spec, track_paths
 from stream.detect import Detector
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.fingerprint.shingles import cjk_share
 from stream.index import BlockIndex
-
-
-def load_track(name: str, docs_path: Path, pairs_path: Path, limit: int | None = None,
-               unit: str | None = None) -> Track:
-    """A corpus and its ground-truth pairs; ``unit`` None: guessed from the text (char if mostly CJK)."""
-    docs = []
-    with open(docs_path, encoding="utf-8") as fh:
-        for line in fh:
-            docs.append(json.loads(line))
-            if limit and len(docs) >= limit:
-                break
-    ids = {d["id"] for d in docs}
-    truth = {}
-    with open(pairs_path, encoding="utf-8") as fh:
-        for line in fh:
-            p = json.loads(line)
-            if p["a"] in ids and p["b"] in ids:
-                truth[pair(p["a"], p["b"])] = float(p["jaccard"])
-    length = {d["id"]: len(re.sub(r"\s+", "", d.get("text", ""))) for d in docs}
-    share = {d["id"]: cjk_share(d.get("text", "")) for d in docs}
-    if unit is None:
-        sample = "".join(d.get("text", "")[:200] for d in docs[:50])
-        unit = "char" if cjk_share(sample) > 0.3 else "word"
-    return Track(name, docs, truth, unit, length, share)
 
 
 def _as_input(doc: dict[str, Any]) -> dict[str, Any]:
@@ -88,13 +62,18 @@ def _truth_shingles(text: str, unit: str) -> list[str]:
     return [t[i : i + 5] for i in range(max(1, len(t) - 4))] if t else []
 
 
-def run_datasketch(track: Track) -> set[Pair]:
+def peer_docs(track: Track) -> list[dict[str, Any]]:
+    """What the peers read: the documents, or for web pages the text our default extractor gives."""
+    return track.docs if track.peer_docs is None else track.peer_docs
+
+
+def run_datasketch(track: Track, unit: str | None = None) -> set[Pair]:
     from datasketch import MinHash, MinHashLSH
 
     lsh = MinHashLSH(threshold=0.8, num_perm=128)
     found: set[Pair] = set()
-    for raw in track.docs:
-        sh = _truth_shingles(raw.get("text", ""), track.unit)
+    for raw in peer_docs(track):
+        sh = _truth_shingles(raw.get("text", ""), unit or track.unit)
         if not sh:
             continue
         m = MinHash(num_perm=128)
@@ -124,7 +103,7 @@ def run_simhash_peer(track: Track) -> set[Pair]:
         simhash_module.Simhash._bitarray_from_bytes = staticmethod(widened)
     index = SimhashIndex([], k=3)
     found: set[Pair] = set()
-    for raw in track.docs:
+    for raw in peer_docs(track):
         h = Simhash(raw.get("text", ""))
         found.update(pair(raw["id"], other) for other in index.get_near_dups(h) if other != raw["id"])
         index.add(raw["id"], h)
@@ -147,7 +126,13 @@ def load_registered(names: list[str], limit: int | None) -> list[Track]:
                 raise click.ClickException(message)
             click.echo(f"skipped {message}", err=True)
             continue
-        out.append(load_track(spec.name, *paths, limit, unit=spec.unit))
+        track = Track.load(spec.name, *paths, limit, unit=spec.unit)
+        if spec.html:
+            from stream.text.html import extract
+
+            track.peer_docs = [{"id": d["id"], "text": extract(d["text"]).text} for d in track.docs]
+            track.measure(track.peer_docs)
+        out.append(track)
     if not out:
         raise click.ClickException("no track found: build them (dedup bench tracks list) or pass "
                                    "--track NAME=DOCS.jsonl:PAIRS.jsonl")
@@ -218,7 +203,7 @@ def command(names: str, track_specs: tuple[str, ...], limit: int | None, k: int,
     for spec in track_specs:
         name, _, paths = spec.partition("=")
         docs, _, pairs = paths.partition(":")
-        tracks.append(load_track(name, Path(docs), Path(pairs), limit))
+        tracks.append(Track.load(name, Path(docs), Path(pairs), limit))
     tracks = tracks or load_registered([n for n in names.split(",") if n], limit)
     config = FingerprintConfig(segmenter=segmenter, short_text_chars=short_text_chars, sketch_bytes=sketch_bytes)
     results: dict[str, dict[str, Any]] = {}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stream.bench.common import pyplot
+from stream.fingerprint.shingles import cjk_share
 
 Pair = tuple[str, str]
 JACCARD_BANDS = [(0.8, 0.9), (0.9, 1.0), (1.0, 1.01)]
@@ -24,9 +26,40 @@ class Track:
     name: str
     docs: list[dict[str, Any]]
     truth: dict[Pair, float]
+    length: dict[str, int] = field(default_factory=dict)  # characters without whitespace, per document
     unit: str = "char"  # the ground truth's shingle unit (the datasketch peer uses the same)
-    length: dict[str, int] = field(default_factory=dict)
-    share: dict[str, float] = field(default_factory=dict)
+    share: dict[str, float] = field(default_factory=dict)  # CJK share, per document
+    # web pages: the peers get the text our default extractor gives (``peer_docs``), and lengths
+    # and shares are those of that text
+    peer_docs: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def load(cls, name: str, docs_path: Path, pairs_path: Path, limit: int | None = None,
+             unit: str | None = None) -> Track:
+        """A corpus and its ground-truth pairs; ``unit`` None: guessed (char if mostly CJK)."""
+        docs = []
+        with open(docs_path, encoding="utf-8") as fh:
+            for line in fh:
+                docs.append(json.loads(line))
+                if limit and len(docs) >= limit:
+                    break
+        ids = {d["id"] for d in docs}
+        truth = {}
+        with open(pairs_path, encoding="utf-8") as fh:
+            for line in fh:
+                p = json.loads(line)
+                if p["a"] in ids and p["b"] in ids:
+                    truth[pair(p["a"], p["b"])] = float(p["jaccard"])
+        if unit is None:
+            unit = "char" if cjk_share("".join(d.get("text", "")[:200] for d in docs[:50])) > 0.3 else "word"
+        track = cls(name, docs, truth, unit=unit)
+        track.measure(docs)
+        return track
+
+    def measure(self, docs: list[dict[str, Any]]) -> None:
+        """Lengths and CJK shares of ``docs`` (the documents, or the text of web pages)."""
+        self.length = {d["id"]: len("".join(d.get("text", "").split())) for d in docs}
+        self.share = {d["id"]: cjk_share(d.get("text", "")) for d in docs}
 
 
 def _ratio(a: int, b: int) -> float | None:

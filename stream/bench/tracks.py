@@ -4,7 +4,9 @@
 A track's files sit under one of two roots:
 - ``shared``: ../shared/corpora next to the checkout (or $DEDUP_SHARED), the project's corpora;
 - ``cache``: the track cache ($DEDUP_TRACKS, default ~/.cache/stream-dedup/tracks), where
-  ``dedup bench tracks build`` writes the tracks it builds from sources it downloads.
+  ``dedup bench tracks build`` writes the tracks it builds from sources it downloads;
+- ``crawl``: where ``dedup bench crawl-tracks`` writes the crawl-like HTML tracks
+  (stream/bench/web/tracks.py).
 A missing track is skipped with the command that builds or fetches it.
 """
 
@@ -25,6 +27,7 @@ class TrackSpec:
     pairs: str
     unit: str  # the ground truth's shingle unit: "char" (5-grams) or "word" (3-grams)
     how_to_get: str  # what to run when the files are missing
+    html: bool = False  # web pages: the peers get the text our default extractor gives
 
 
 TRACKS: list[TrackSpec] = [
@@ -36,6 +39,11 @@ TRACKS: list[TrackSpec] = [
               "dedup bench tracks build manpages-zh"),
     TrackSpec("debref-zh", "cache", "debref-zh/docs.jsonl", "debref-zh/pairs.jsonl", "char",
               "dedup bench tracks build debref-zh"),
+    # every pair of pages of one source article is a true pair, also below Jaccard 0.8 (containment)
+    TrackSpec("zh-news", "crawl", "tracks/zh-news_docs.jsonl", "tracks/zh-news_pairs.jsonl", "char",
+              "dedup bench crawl-tracks", html=True),
+    TrackSpec("en-docs", "crawl", "tracks/en-docs_docs.jsonl", "tracks/en-docs_pairs.jsonl", "word",
+              "dedup bench crawl-tracks", html=True),
 ]
 
 
@@ -53,6 +61,10 @@ def track_paths(spec: TrackSpec) -> tuple[Path, Path] | None:
         if shared is None:
             return None
         root = shared
+    elif spec.root == "crawl":
+        from stream.bench.web.tracks import DEFAULT_CACHE
+
+        root = DEFAULT_CACHE
     else:
         root = cache_dir()
     docs, pairs = root / spec.docs, root / spec.pairs
