@@ -4,7 +4,10 @@ Tracks (tracks.TRACKS: the project's corpora and the tracks ``dedup bench tracks
 JSONL corpora with a pairs file listing EVERY pair with shingle Jaccard >= 0.8 (made by
 ../shared/tools/neardup_truth.py). Documents are judged in file order;
 a method's predicted pairs are all (document, earlier match) pairs it reports. Methods, in one run:
-- ``default``: our configuration (SimHash tables + LSH bands, every candidate verified);
+- ``default``: our configuration (SimHash tables + LSH bands, every candidate verified), scored on
+  the matches the track's truth judges: relation ``similar`` on a Jaccard track, every match on a
+  same-source track; ``default, all relations`` (Jaccard tracks): every match a verdict lists,
+  ``contained`` ones too;
 - ``simhash:<weighting>``: our SimHash alone at Hamming <= k, per weighting (seeds 002/003/004);
 - peers ``simhash-1e0ng`` (SimhashIndex, k=3) and ``datasketch`` (MinHashLSH 0.8, 128 perms,
   over the ground truth's own shingles).
@@ -29,6 +32,7 @@ from stream.bench.accuracy_report import Pair, Track, chart, pair, print_tables,
 from stream.bench.common import DEFAULT_OUT, save_json
 from stream.bench.tracks import TRACKS, find_spec, track_paths
 from stream.detect import Detector
+from stream.detect.verdict import SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex
 
@@ -38,16 +42,21 @@ def _as_input(doc: dict[str, Any]) -> dict[str, Any]:
     return {"id": doc["id"], "text": doc.get("text", "")}
 
 
-def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool) -> set[Pair]:
+def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool, every_relation: bool = False
+             ) -> set[Pair]:
+    """Our pairs: the matches whose relation the track's truth judges (``similar`` for a Jaccard
+    truth, any for a same-source truth), or ``every_relation``: every match a verdict lists."""
     fingerprinter = Fingerprinter(config)
     index = BlockIndex(None, k=k, bands=config.band_tables if verify else 0)
     detector = Detector(index)
+    counted = None if every_relation or track.truth_kind == "source" else SIMILAR
     found: set[Pair] = set()
     for seq, raw in enumerate(track.docs):
         fp = fingerprinter.fingerprint(parse_document(_as_input(raw)))
         if verify:
-            for m in detector.detect(fp, (float(seq), fp.doc_id)).matches:
-                found.add(pair(fp.doc_id, m.id))
+            for m in detector.probe(fp, (float(seq), fp.doc_id)):
+                if counted is None or m.relation == counted:
+                    found.add(pair(fp.doc_id, m.id))
         elif not fp.empty:
             found.update(pair(fp.doc_id, h.doc_id) for h in index.query(fp.simhash) if h.doc_id != fp.doc_id)
             index.insert(fp.simhash, fp.doc_id, float(seq))
@@ -127,6 +136,7 @@ def load_registered(names: list[str], limit: int | None) -> list[Track]:
             click.echo(f"skipped {message}", err=True)
             continue
         track = Track.load(spec.name, *paths, limit, unit=spec.unit)
+        track.truth_kind = spec.truth
         if spec.html:
             from stream.text.html import extract
 
@@ -146,7 +156,8 @@ def _simhash_only(cfg: FingerprintConfig, k: int, track: Track) -> set[Pair]:
 def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers: bool
             ) -> list[tuple[str, Callable[[Track], set[Pair]]]]:
     out: list[tuple[str, Callable[[Track], set[Pair]]]] = [
-        ("default", lambda t: run_ours(t, config, k, verify=True))]
+        ("default", lambda t: run_ours(t, config, k, verify=True)),
+        ("default, all relations", lambda t: run_ours(t, config, k, verify=True, every_relation=True))]
     for w in weightings:
         if w == "shingles":
             cfg = config.with_(simhash_features="shingles")
@@ -210,6 +221,8 @@ def command(names: str, track_specs: tuple[str, ...], limit: int | None, k: int,
     for track in tracks:
         results[track.name] = {}
         for name, run in methods(config, k, [w for w in weightings.split(",") if w], not no_peers):
+            if name == "default, all relations" and track.truth_kind == "source":
+                continue  # the same pairs as the default there
             started = time.perf_counter()
             try:
                 found = run(track)

@@ -32,6 +32,7 @@ class Track:
     # web pages: the peers get the text our default extractor gives (``peer_docs``), and lengths
     # and shares are those of that text
     peer_docs: list[dict[str, Any]] | None = None
+    truth_kind: str = "jaccard"  # tracks.TrackSpec.truth
 
     @classmethod
     def load(cls, name: str, docs_path: Path, pairs_path: Path, limit: int | None = None,
@@ -156,7 +157,7 @@ def chart(results: dict[str, dict[str, Any]], peers: dict[str, str], note: str, 
                                  (2, "by_length", "length of the shorter document (characters)")):
             ax = axes[row][col]
             for m, label in zip(rows, labels, strict=True):
-                if m.startswith("simhash:"):  # our SimHash-only variants: in the bars above
+                if m.startswith(("simhash:", "default,")):  # our variants: in the bars above
                     continue
                 bands = rows[m][key]
                 xs = [b for b in bands if bands[b]["recall"] is not None]
