@@ -17,19 +17,16 @@ Every method is scored overall and by Jaccard band, by length and by CJK share (
 from __future__ import annotations
 
 import functools
-import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterable
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import click
 
 from stream.bench.accuracy_report import Pair, Track, chart, pair, print_tables, score
-from stream.bench.common import DEFAULT_OUT, save_json
+from stream.bench.common import DEFAULT_OUT, save_json, versions
 from stream.bench.tracks import TRACKS, find_spec, track_paths
 from stream.detect import Detector
 from stream.detect.verdict import SIMILAR
@@ -174,19 +171,9 @@ def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers:
 
 def peer_labels() -> dict[str, str]:
     """Method name -> the peer it runs, with the installed version."""
-    def installed(name: str) -> str:
-        try:
-            return version(name)
-        except Exception:
-            return "not installed"
-    return {"simhash-1e0ng": f"simhash {installed('simhash')} (1e0ng SimhashIndex, k=3)",
-            "datasketch": f"datasketch {installed('datasketch')} MinHashLSH (0.8, 128 perm)"}
-
-
-def provenance() -> dict[str, Any]:
-    here = Path(__file__).resolve().parent
-    git = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty"], capture_output=True, text=True)
-    return {"commit": git.stdout.strip() or "unknown", "load_average": os.getloadavg()}
+    found = versions("simhash", "datasketch")
+    return {"simhash-1e0ng": f"simhash {found['simhash']} (1e0ng SimhashIndex, k=3)",
+            "datasketch": f"datasketch {found['datasketch']} MinHashLSH (0.8, 128 perm)"}
 
 
 @click.command("accuracy")
@@ -237,11 +224,9 @@ def command(names: str, track_specs: tuple[str, ...], limit: int | None, k: int,
     print_tables(console, results)
     settings = Fingerprinter(config).segmenter.settings
     peers = peer_labels() if not no_peers else {}
-    origin = provenance()
-    tracks_info = {t.name: {"docs": len(t.docs), "true_pairs": len(t.truth), "truth_unit": t.unit} for t in tracks}
-    target = save_json(out_dir, "accuracy", {"k": k, "config": config.describe(settings), **origin,
-                                             "peers": peers, "tracks": tracks_info, "results": results})
-    note = (f"commit {origin['commit']}, {os.cpu_count()} cores, load {origin['load_average'][0]:.1f}; "
-            f"schema {Fingerprinter(config).schema}")
-    chart(results, peers, note, Path(out_dir) / "accuracy.png")
+    tracks_info = {t.name: {"docs": len(t.docs), "true_pairs": len(t.truth), "truth_unit": t.unit,
+                            "truth": t.truth_kind} for t in tracks}
+    target = save_json(out_dir, "accuracy", {"k": k, "config": config.describe(settings), "peers": peers,
+                                             "tracks": tracks_info, "results": results})
+    chart(results, peers, f"fingerprint schema {Fingerprinter(config).schema}", Path(out_dir) / "accuracy.png")
     console.print(f"saved {target} and {Path(out_dir) / 'accuracy.png'}")

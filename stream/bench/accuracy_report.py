@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stream.bench.common import pyplot
+from stream.bench.common import pyplot, stamp
 from stream.fingerprint.shingles import cjk_share
 
 Pair = tuple[str, str]
@@ -169,5 +169,6 @@ def chart(results: dict[str, dict[str, Any]], peers: dict[str, str], note: str, 
             ax.tick_params(labelsize=7)
             ax.legend(fontsize=6, loc="lower left")
     fig.suptitle(note, fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    stamp(fig)
     fig.savefig(path, dpi=110)
