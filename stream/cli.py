@@ -37,6 +37,8 @@ BENCH_COMMANDS: dict[str, str] = {
     "crawl-tracks": "stream.bench.web.tracks:command",
     "crawl": "stream.bench.web.evaluate:command",
     "html": "stream.bench.html:command",
+    "tracks": "stream.bench.track_build:command",
+    "shingling": "stream.bench.shingling:command",
 }
 
 

@@ -44,11 +44,13 @@ def test_unique_is_the_set_of_values(small: list[int], big: int) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=_ALPHABET, max_size=400), st.sampled_from(_SPECS), st.sampled_from([(16, 5), (3, 2), (0, 5)]))
-def test_shingle_parts_equal_the_separate_functions(text: str, spec: SketchSpec, shape: tuple[int, int]) -> None:
+@given(st.text(alphabet=_ALPHABET, max_size=400), st.sampled_from(_SPECS), st.sampled_from([(16, 5), (3, 2), (0, 5)]),
+       st.sampled_from([0.05, 0.0, 0.3, 0.6, 1.0]))
+def test_shingle_parts_equal_the_separate_functions(text: str, spec: SketchSpec, shape: tuple[int, int],
+                                                    share: float) -> None:
     bands, rows = shape
-    shingles = shingle_hashes(text)
-    parts = shingle_parts(text, spec, bands=bands, rows=rows, vote=True)
+    shingles = shingle_hashes(text, share=share)
+    parts = shingle_parts(text, spec, share=share, bands=bands, rows=rows, vote=True)
     sketch = make_sketch(shingles, spec)
     assert parts.size == len(shingles)
     assert (parts.sketch.kind, parts.sketch.size) == (sketch.kind, sketch.size)

@@ -16,6 +16,8 @@ DOCS = {
     "en": Document("en", "Near-duplicate detection finds documents that are almost the same: reposts, mirrors and "
                    "lightly edited copies of one article."),
     "mixed": Document("mixed", "Python 3.11 发布了，性能提升了 25%，新的错误信息更友好。"),
+    # 8% CJK: character shingles from schema version 2 on
+    "code": Document("code", "运行 `tar --create --gzip --file backup.tar.gz /etc/nginx/sites-available` 备份配置"),
 }
 CONFIGS = {"default": FingerprintConfig(), "shingles": FingerprintConfig(simhash_features="shingles")}
 

@@ -18,6 +18,7 @@ from stream.batch.known import KnownDocuments
 from stream.detect import Detector, MatchSettings, differences
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter
+from stream.fingerprint.schema import SCHEMA_VERSIONS
 from stream.index import BlockIndex
 
 
@@ -55,6 +56,21 @@ def _meta(fp: Fingerprinter, matching: MatchSettings, next_seq: int) -> dict[str
             "matching": matching.describe(), "next_seq": next_seq}
 
 
+def _schema_mismatch(root: Path, meta: dict[str, Any], fingerprinter: Fingerprinter) -> str:
+    """What differs (the settings, and what each schema version means) and what to do."""
+    stored = meta.get("fingerprint") or {}
+    current = fingerprinter.config.describe(fingerprinter.segmenter.settings)
+    changed = differences(stored, current)
+    if stored.get("version") != current["version"]:
+        changed += [f"version {v}: {SCHEMA_VERSIONS.get(v, 'unknown to this release')}"
+                    for v in (stored.get("version"), current["version"]) if isinstance(v, int)]
+        advice = "this release cannot make the old fingerprints; scan the documents again into a new --state directory"
+    else:
+        advice = "run with the settings the state was built with, or scan into a new --state directory"
+    return (f"state {root} was built with fingerprint schema {meta['schema']}, this run uses {fingerprinter.schema} "
+            f"({'; '.join(changed)}). Fingerprints of different schemas do not compare: {advice}")
+
+
 def open_state(path: str | None, config: FingerprintConfig, matching: MatchSettings) -> ScanState:
     fingerprinter = Fingerprinter(config, idf_path=str(Path(path) / "idf.json") if path else None)
     if path is None:
@@ -67,8 +83,7 @@ def open_state(path: str | None, config: FingerprintConfig, matching: MatchSetti
     if meta_file.exists():
         meta = json.loads(meta_file.read_text())
         if meta["schema"] != fingerprinter.schema:
-            raise ConfigError(f"state {root} was built with fingerprint schema {meta['schema']}, this run uses "
-                              f"{fingerprinter.schema}: use the same settings or a new --state directory")
+            raise ConfigError(_schema_mismatch(root, meta, fingerprinter))
         changed = differences(meta.get("matching", {}), matching.describe())
         if changed:
             raise ConfigError(f"state {root} was built with other settings ({'; '.join(changed)}): use the same "

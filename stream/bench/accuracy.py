@@ -1,65 +1,37 @@
 """``dedup bench accuracy``: pair precision / recall / F1 against exact ground truth.
 
-Tracks are JSONL corpora with a pairs file listing EVERY pair with shingle Jaccard >= 0.8
-(../shared/corpora, made by ../shared/tools/neardup_truth.py). Documents are judged in file order;
+Tracks (tracks.TRACKS: the project's corpora and the tracks ``dedup bench tracks build`` makes) are
+JSONL corpora with a pairs file listing EVERY pair with shingle Jaccard >= 0.8 (made by
+../shared/tools/neardup_truth.py). Documents are judged in file order;
 a method's predicted pairs are all (document, earlier match) pairs it reports. Methods, in one run:
-- ``default``: our configuration (SimHash tables + LSH bands, every candidate verified);
+- ``default``: our configuration (SimHash tables + LSH bands, every candidate verified), scored on
+  the matches the track's truth judges: relation ``similar`` on a Jaccard track, every match on a
+  same-source track; ``default, all relations`` (Jaccard tracks): every match a verdict lists,
+  ``contained`` ones too;
 - ``simhash:<weighting>``: our SimHash alone at Hamming <= k, per weighting (seeds 002/003/004);
 - peers ``simhash-1e0ng`` (SimhashIndex, k=3) and ``datasketch`` (MinHashLSH 0.8, 128 perms,
   over the ground truth's own shingles).
+Every method is scored overall and by Jaccard band, by length and by CJK share (accuracy_report.py).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
-from stream.bench.common import DEFAULT_OUT, pyplot, save_json, shared_dir
+from stream.bench.accuracy_report import Pair, Track, chart, pair, print_tables, score
+from stream.bench.common import DEFAULT_OUT, save_json, versions
+from stream.bench.tracks import TRACKS, find_spec, track_paths
 from stream.detect import Detector
+from stream.detect.verdict import SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex
-
-Pair = tuple[str, str]
-JACCARD_BANDS = [(0.8, 0.9), (0.9, 1.0), (1.0, 1.01)]
-LENGTH_BANDS = [(0, 50), (50, 200), (200, 1000), (1000, 5000), (5000, 10**9)]
-
-
-def pair(a: str, b: str) -> Pair:
-    return (a, b) if a < b else (b, a)
-
-
-@dataclass
-class Track:
-    name: str
-    docs: list[dict[str, Any]]
-    truth: dict[Pair, float]
-    length: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def load(cls, name: str, docs_path: Path, pairs_path: Path, limit: int | None = None) -> Track:
-        docs = []
-        with open(docs_path, encoding="utf-8") as fh:
-            for line in fh:
-                docs.append(json.loads(line))
-                if limit and len(docs) >= limit:
-                    break
-        ids = {d["id"] for d in docs}
-        truth = {}
-        with open(pairs_path, encoding="utf-8") as fh:
-            for line in fh:
-                p = json.loads(line)
-                if p["a"] in ids and p["b"] in ids:
-                    truth[pair(p["a"], p["b"])] = float(p["jaccard"])
-        length = {d["id"]: len(re.sub(r"\s+", "", d.get("text", ""))) for d in docs}
-        return cls(name, docs, truth, length)
 
 
 def _as_input(doc: dict[str, Any]) -> dict[str, Any]:
@@ -67,16 +39,21 @@ def _as_input(doc: dict[str, Any]) -> dict[str, Any]:
     return {"id": doc["id"], "text": doc.get("text", "")}
 
 
-def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool) -> set[Pair]:
+def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool, every_relation: bool = False
+             ) -> set[Pair]:
+    """Our pairs: the matches whose relation the track's truth judges (``similar`` for a Jaccard
+    truth, any for a same-source truth), or ``every_relation``: every match a verdict lists."""
     fingerprinter = Fingerprinter(config)
     index = BlockIndex(None, k=k, bands=config.band_tables if verify else 0)
     detector = Detector(index)
+    counted = None if every_relation or track.truth_kind == "source" else SIMILAR
     found: set[Pair] = set()
     for seq, raw in enumerate(track.docs):
         fp = fingerprinter.fingerprint(parse_document(_as_input(raw)))
         if verify:
-            for m in detector.detect(fp, (float(seq), fp.doc_id)).matches:
-                found.add(pair(fp.doc_id, m.id))
+            for m in detector.probe(fp, (float(seq), fp.doc_id)):
+                if counted is None or m.relation == counted:
+                    found.add(pair(fp.doc_id, m.id))
         elif not fp.empty:
             found.update(pair(fp.doc_id, h.doc_id) for h in index.query(fp.simhash) if h.doc_id != fp.doc_id)
             index.insert(fp.simhash, fp.doc_id, float(seq))
@@ -91,13 +68,18 @@ def _truth_shingles(text: str, unit: str) -> list[str]:
     return [t[i : i + 5] for i in range(max(1, len(t) - 4))] if t else []
 
 
-def run_datasketch(track: Track, unit: str) -> set[Pair]:
+def peer_docs(track: Track) -> list[dict[str, Any]]:
+    """What the peers read: the documents, or for web pages the text our default extractor gives."""
+    return track.docs if track.peer_docs is None else track.peer_docs
+
+
+def run_datasketch(track: Track, unit: str | None = None) -> set[Pair]:
     from datasketch import MinHash, MinHashLSH
 
     lsh = MinHashLSH(threshold=0.8, num_perm=128)
     found: set[Pair] = set()
-    for raw in track.docs:
-        sh = _truth_shingles(raw.get("text", ""), unit)
+    for raw in peer_docs(track):
+        sh = _truth_shingles(raw.get("text", ""), unit or track.unit)
         if not sh:
             continue
         m = MinHash(num_perm=128)
@@ -127,62 +109,52 @@ def run_simhash_peer(track: Track) -> set[Pair]:
         simhash_module.Simhash._bitarray_from_bytes = staticmethod(widened)
     index = SimhashIndex([], k=3)
     found: set[Pair] = set()
-    for raw in track.docs:
+    for raw in peer_docs(track):
         h = Simhash(raw.get("text", ""))
         found.update(pair(raw["id"], other) for other in index.get_near_dups(h) if other != raw["id"])
         index.add(raw["id"], h)
     return found
 
 
-def score(track: Track, found: set[Pair]) -> dict[str, Any]:
-    truth = track.truth
-    tp = len(found & truth.keys())
-    p = tp / len(found) if found else 1.0
-    r = tp / len(truth) if truth else 1.0
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
-    by_j = {}
-    for lo, hi in JACCARD_BANDS:
-        band = [q for q, j in truth.items() if lo <= j < hi]
-        label = "1.0" if lo == 1.0 else f"[{lo},{hi})"
-        by_j[label] = {"pairs": len(band), "recall": _ratio(sum(q in found for q in band), len(band))}
-    by_len = {}
-    for lo, hi in LENGTH_BANDS:
-        def in_band(q: Pair, lo: int = lo, hi: int = hi) -> bool:
-            return lo <= min(track.length.get(q[0], 0), track.length.get(q[1], 0)) < hi
-
-        t_band = [q for q in truth if in_band(q)]
-        f_band = [q for q in found if in_band(q)]
-        if not t_band and not f_band:
+def load_registered(names: list[str], limit: int | None) -> list[Track]:
+    """The registered tracks (tracks.TRACKS) named, or all; a missing one is skipped with the command
+    that builds or fetches it (an error if it was asked for by name, or if none is here)."""
+    specs = [find_spec(n) for n in names] if names else TRACKS
+    if None in specs:
+        raise click.ClickException(f"unknown track in {names}; registered: {', '.join(t.name for t in TRACKS)}")
+    out = []
+    for spec in specs:
+        assert spec is not None
+        paths = track_paths(spec)
+        if paths is None:
+            message = f"track {spec.name} is not here: {spec.how_to_get}"
+            if names:
+                raise click.ClickException(message)
+            click.echo(f"skipped {message}", err=True)
             continue
-        by_len[f"{lo}-{hi if hi < 10**9 else 'inf'}"] = {
-            "true_pairs": len(t_band), "found": len(f_band),
-            "recall": _ratio(sum(q in found for q in t_band), len(t_band)),
-            "precision": _ratio(sum(q in truth for q in f_band), len(f_band))}
-    return {"precision": p, "recall": r, "f1": f1, "found": len(found), "true_pairs": len(truth), "tp": tp,
-            "by_jaccard": by_j, "by_length": by_len}
+        track = Track.load(spec.name, *paths, limit, unit=spec.unit)
+        track.truth_kind = spec.truth
+        if spec.html:
+            from stream.text.html import extract
+
+            track.peer_docs = [{"id": d["id"], "text": extract(d["text"]).text} for d in track.docs]
+            track.measure(track.peer_docs)
+        out.append(track)
+    if not out:
+        raise click.ClickException("no track found: build them (dedup bench tracks list) or pass "
+                                   "--track NAME=DOCS.jsonl:PAIRS.jsonl")
+    return out
 
 
-def _ratio(a: int, b: int) -> float | None:
-    return a / b if b else None
-
-
-def default_tracks(limit: int | None) -> list[Track]:
-    root = shared_dir()
-    if root is None:
-        raise click.ClickException("no ../shared/corpora found: pass --track NAME=DOCS.jsonl:PAIRS.jsonl")
-    c = root / "corpora"
-    return [Track.load("tang", c / "tang_sample20k_docs.jsonl", c / "tang_sample20k_pairs.jsonl", limit),
-            Track.load("peps", c / "peps_dev.jsonl", c / "peps_dev_pairs.jsonl", limit)]
-
-
-def _simhash_only(cfg: FingerprintConfig, k: int, track: Track, unit: str) -> set[Pair]:
+def _simhash_only(cfg: FingerprintConfig, k: int, track: Track) -> set[Pair]:
     return run_ours(track, cfg, k, verify=False)
 
 
 def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers: bool
-            ) -> list[tuple[str, Callable[[Track, str], set[Pair]]]]:
-    out: list[tuple[str, Callable[[Track, str], set[Pair]]]] = [
-        ("default", lambda t, u: run_ours(t, config, k, verify=True))]
+            ) -> list[tuple[str, Callable[[Track], set[Pair]]]]:
+    out: list[tuple[str, Callable[[Track], set[Pair]]]] = [
+        ("default", lambda t: run_ours(t, config, k, verify=True)),
+        ("default, all relations", lambda t: run_ours(t, config, k, verify=True, every_relation=True))]
     for w in weightings:
         if w == "shingles":
             cfg = config.with_(simhash_features="shingles")
@@ -192,33 +164,23 @@ def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers:
             cfg = config.with_(simhash_features="words", weighting=w)
         out.append((f"simhash:{w}", functools.partial(_simhash_only, cfg, k)))
     if peers:
-        out.append(("simhash-1e0ng", lambda t, u: run_simhash_peer(t)))
-        out.append(("datasketch", lambda t, u: run_datasketch(t, u)))
+        out.append(("simhash-1e0ng", run_simhash_peer))
+        out.append(("datasketch", run_datasketch))
     return out
 
 
-def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
-    plt = pyplot()
-    tracks = list(results)
-    fig, axes = plt.subplots(1, len(tracks), figsize=(6 * len(tracks), 4), squeeze=False)
-    for ax, name in zip(axes[0], tracks, strict=True):
-        rows = results[name]
-        labels = list(rows)
-        x = range(len(labels))
-        for i, metric in enumerate(("precision", "recall", "f1")):
-            ax.bar([v + i * 0.27 for v in x], [rows[m][metric] for m in labels], width=0.27, label=metric)
-        ax.set_xticks([v + 0.27 for v in x], labels, rotation=35, ha="right", fontsize=8)
-        ax.set_ylim(0, 1.05)
-        ax.axhline(0.95, color="grey", lw=0.6, ls="--")
-        ax.set_title(f"{name}: pair precision / recall / F1")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def peer_labels() -> dict[str, str]:
+    """Method name -> the peer it runs, with the installed version."""
+    found = versions("simhash", "datasketch")
+    return {"simhash-1e0ng": f"simhash {found['simhash']} (1e0ng SimhashIndex, k=3)",
+            "datasketch": f"datasketch {found['datasketch']} MinHashLSH (0.8, 128 perm)"}
 
 
 @click.command("accuracy")
+@click.option("--tracks", "names", default="", metavar="NAME,...",
+              help="Registered tracks to run (default: every one present; 'dedup bench tracks list').")
 @click.option("--track", "track_specs", multiple=True, metavar="NAME=DOCS:PAIRS",
-              help="A corpus and its ground-truth pairs (default: the two in ../shared/corpora).")
+              help="Another corpus and its ground-truth pairs (instead of the registered ones).")
 @click.option("--limit", type=int, default=None, help="Only the first N documents of each track.")
 @click.option("-k", "k", type=int, default=3, show_default=True)
 @click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,seed004+pos,binary,shingles", show_default=True,
@@ -229,11 +191,10 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
               help="Texts up to this many characters are also verified on character 3-grams.")
 @click.option("--sketch-bytes", type=int, default=FingerprintConfig.sketch_bytes, show_default=True)
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True)
-def command(track_specs: tuple[str, ...], limit: int | None, k: int, weightings: str, no_peers: bool,
+def command(names: str, track_specs: tuple[str, ...], limit: int | None, k: int, weightings: str, no_peers: bool,
             segmenter: str, short_text_chars: int, sketch_bytes: int, out_dir: str) -> None:
     """Pair precision/recall/F1 of our default and its variants next to the peers, per track."""
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(stderr=True)
     tracks = []
@@ -241,49 +202,31 @@ def command(track_specs: tuple[str, ...], limit: int | None, k: int, weightings:
         name, _, paths = spec.partition("=")
         docs, _, pairs = paths.partition(":")
         tracks.append(Track.load(name, Path(docs), Path(pairs), limit))
-    tracks = tracks or default_tracks(limit)
+    tracks = tracks or load_registered([n for n in names.split(",") if n], limit)
     config = FingerprintConfig(segmenter=segmenter, short_text_chars=short_text_chars, sketch_bytes=sketch_bytes)
     results: dict[str, dict[str, Any]] = {}
     for track in tracks:
-        unit = "word" if track.name.startswith("pep") or not _mostly_cjk(track) else "char"
         results[track.name] = {}
         for name, run in methods(config, k, [w for w in weightings.split(",") if w], not no_peers):
+            if name == "default, all relations" and track.truth_kind == "source":
+                continue  # the same pairs as the default there
             started = time.perf_counter()
             try:
-                found = run(track, unit)
+                found = run(track)
             except Exception as exc:  # a broken peer must not cost the other figures
                 console.print(f"[red]{track.name} {name} failed: {exc!r}[/red]")
                 continue
             res = score(track, found)
             res["seconds"] = round(time.perf_counter() - started, 2)
             results[track.name][name] = res
-            console.print(f"{track.name:6} {name:18} P {res['precision']:.3f} R {res['recall']:.3f} "
+            console.print(f"{track.name:12} {name:18} P {res['precision']:.3f} R {res['recall']:.3f} "
                           f"F1 {res['f1']:.3f} ({res['seconds']}s)")
-    for track_name, rows in results.items():
-        table = Table(title=f"accuracy: {track_name}")
-        for col in ("method", "P", "R", "F1", "found", "R J[0.8,0.9)", "R J[0.9,1)", "R J=1", "s"):
-            table.add_column(col)
-        for name, r in rows.items():
-            bj = r["by_jaccard"]
-            table.add_row(name, *(f"{r[m]:.3f}" for m in ("precision", "recall", "f1")), str(r["found"]),
-                          *(_fmt(bj[b]["recall"]) for b in bj), str(r["seconds"]))
-        console.print(table)
-        lt = Table(title=f"{track_name}: default by length of the shorter document (chars)")
-        for col in ("length", "true pairs", "found", "recall", "precision"):
-            lt.add_column(col)
-        for band, v in rows["default"]["by_length"].items():
-            lt.add_row(band, str(v["true_pairs"]), str(v["found"]), _fmt(v["recall"]), _fmt(v["precision"]))
-        console.print(lt)
+    print_tables(console, results)
     settings = Fingerprinter(config).segmenter.settings
-    target = save_json(out_dir, "accuracy", {"k": k, "config": config.describe(settings), "results": results})
-    chart(results, Path(out_dir) / "accuracy.png")
+    peers = peer_labels() if not no_peers else {}
+    tracks_info = {t.name: {"docs": len(t.docs), "true_pairs": len(t.truth), "truth_unit": t.unit,
+                            "truth": t.truth_kind} for t in tracks}
+    target = save_json(out_dir, "accuracy", {"k": k, "config": config.describe(settings), "peers": peers,
+                                             "tracks": tracks_info, "results": results})
+    chart(results, peers, f"fingerprint schema {Fingerprinter(config).schema}", Path(out_dir) / "accuracy.png")
     console.print(f"saved {target} and {Path(out_dir) / 'accuracy.png'}")
-
-
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
-
-
-def _mostly_cjk(track: Track) -> bool:
-    sample = "".join(d.get("text", "")[:200] for d in track.docs[:50])
-    return sum("\u4e00" <= ch <= "\u9fff" for ch in sample) > len(sample) * 0.3

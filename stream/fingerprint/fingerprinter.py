@@ -181,12 +181,12 @@ class Fingerprinter:
         cfg = self.config
         by_shingles = cfg.simhash_features == "shingles"
         # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
-        parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, bands=cfg.bands,
-                              rows=cfg.rows, vote=by_shingles)
+        parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
+                              bands=cfg.bands, rows=cfg.rows, vote=by_shingles)
         bands = parts.bands
         if cfg.prefix_bands and parts.bands:
-            bands = bands + lsh_bands(shingle_hashes(content[: cfg.prefix_chars], cfg.char_n, cfg.word_n),
-                                      cfg.prefix_bands, cfg.prefix_rows)
+            prefix = shingle_hashes(content[: cfg.prefix_chars], cfg.char_n, cfg.word_n, cfg.cjk_share)
+            bands = bands + lsh_bands(prefix, cfg.prefix_bands, cfg.prefix_rows)
         short = None
         if cfg.short_text_chars and len(compact := content.replace(" ", "")) <= cfg.short_text_chars:
             # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams

@@ -22,7 +22,7 @@ from numba import njit
 from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys
 from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, token_hashes
 from stream.fingerprint.minhash import _oph
-from stream.fingerprint.shingles import _WORD, CJK_SHARE, _cjk_share_of_codes
+from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
 from stream.text.segment import code_points, is_space
 
@@ -76,13 +76,13 @@ def _unique(hashes: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _parts(codes: np.ndarray, word_hashes: np.ndarray, char_n: int, word_n: int, budget: int, bins: int,
-           bits: int, bands: int, rows: int, band_bins: int, vote: bool
+def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
+           bins: int, bits: int, bands: int, rows: int, band_bins: int, vote: bool
            ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.uint64]:
     # -> (status or set size, sketch kind, exact data, b-bit data, band values, extensions, simhash)
     if len(codes):
         compact = _compact(codes)
-        if _cjk_share_of_codes(compact) < CJK_SHARE:
+        if not _is_char_text(compact, share):
             z = np.empty(0, dtype=np.uint64)
             return _NEED_WORDS, 0, np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8), z, z, np.uint64(0)
         hashes = _ngrams(_fmix_array(compact, _CODE_SALT), char_n)
@@ -116,11 +116,11 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, char_n: int, word_n: int,
     return size, kind, exact, bbit, values, ext, sim
 
 
-def shingle_parts(text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, bands: int = 16,
-                  rows: int = 5, vote: bool = False) -> ShingleParts:
+def shingle_parts(text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
+                  bands: int = 16, rows: int = 5, vote: bool = False) -> ShingleParts:
     """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
-    args = (char_n, word_n, spec.budget, spec.bins, spec.bits, bands, rows, band_bins, vote)
+    args = (float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands, rows, band_bins, vote)
     out = _parts(code_points(text), _NO_WORDS, *args)
     if out[0] == _NEED_WORDS:
         out = _parts(code_points(""), token_hashes(_WORD.findall(text)), *args)

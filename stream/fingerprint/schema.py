@@ -16,7 +16,16 @@ from typing import Any
 
 from stream.errors import ConfigError
 
-SCHEMA_VERSION = 2  # raised whenever a fingerprint of the same input changes (tests/test_golden.py)
+SCHEMA_VERSION = 3  # raised whenever a fingerprint of the same input changes (tests/test_golden.py)
+# What each schema version means beyond the settings ``describe`` lists (for the message that
+# refuses state of another version).
+SCHEMA_VERSIONS = {
+    1: "character shingles from a CJK share of 0.3, else word 3-grams; content hash of the normalized text",
+    2: "character shingles from a CJK share of 0.3, else word 3-grams; content hash without the spaces "
+       "that separate no words",
+    3: "character shingles from a CJK share of cjk_share (default 0.05), else word 3-grams; content hash "
+       "as in version 2",
+}
 SIMHASH_FEATURES = ("words", "shingles")
 
 
@@ -36,6 +45,9 @@ class FingerprintConfig:
     short_text_chars: int = 0
     char_n: int = 5  # shingle sizes, as the ground truth defines similarity
     word_n: int = 3
+    # Character shingles when at least this share of the non-space characters are Han, kana or
+    # Hangul: mixed Chinese/English technical text is Chinese text (docs/text.md, "Shingles").
+    cjk_share: float = 0.05
     sketch_bytes: int = 512
     sketch_bits: int = 1
     bands: int = 16
@@ -61,6 +73,8 @@ class FingerprintConfig:
             raise ConfigError("bands and prefix_bands must be >= 0, rows and prefix_rows >= 1")
         if self.prefix_bands and self.prefix_chars < self.char_n:
             raise ConfigError(f"prefix_chars must be >= char_n ({self.char_n})")
+        if not 0.0 <= self.cjk_share <= 1.0:
+            raise ConfigError("cjk_share must be between 0 and 1")
 
     @property
     def band_tables(self) -> int:
@@ -80,3 +94,4 @@ class FingerprintConfig:
     def schema_id(self, token_settings: str = "") -> str:
         blob = json.dumps(self.describe(token_settings), sort_keys=True).encode()
         return f"v{SCHEMA_VERSION}-{hashlib.sha256(blob).hexdigest()[:12]}"
+

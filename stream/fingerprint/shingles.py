@@ -3,7 +3,10 @@
 Measured on the shared corpora (issue 2): binary sets of character 4-5-grams (Chinese) or word
 2-3-grams (English) beat jieba word weights for near-duplicate detection. We use exactly the
 shingling the ground truth uses, so verified similarity estimates the quantity being judged:
-- CJK-dominant text: character 5-grams of the text with all whitespace removed;
+- text of which at least ``cjk_share`` (default 0.05) of the non-space characters are Han, kana or
+  Hangul: character 5-grams of the text with all whitespace removed. Chinese technical text with
+  commands, options and code is Chinese text, whose ground truth is character 5-grams, even when
+  most of its characters are Latin (docs/text.md, "Shingles");
 - otherwise: 3-grams of ``\\w+`` words.
 """
 
@@ -15,9 +18,10 @@ import numpy as np
 from numba import njit
 
 from stream.fingerprint.hashing import char_codes, code_ngram_hashes, ngram_hashes, token_hashes
+from stream.fingerprint.schema import FingerprintConfig
 
 _WORD = re.compile(r"\w+")
-CJK_SHARE = 0.3  # at least this share of non-space characters are CJK -> character shingles
+CJK_SHARE = FingerprintConfig.cjk_share  # at least this share of non-space characters are CJK -> characters
 
 
 @njit(cache=True)
@@ -41,9 +45,17 @@ def cjk_share(text: str) -> float:
     return _cjk_share_of_codes(char_codes(_without_space(text)))
 
 
-def shingle_unit(text: str) -> str:
+def shingle_unit(text: str, share: float = CJK_SHARE) -> str:
     """'char' or 'word': how this text is shingled."""
-    return "char" if cjk_share(text) >= CJK_SHARE else "word"
+    return "char" if _is_char_text(char_codes(_without_space(text)), share) else "word"
+
+
+@njit(cache=True)
+def _is_char_text(codes: np.ndarray, share: float) -> bool:
+    # "some CJK and at least ``share`` of it": an empty or CJK-free text is shingled by words even
+    # when ``share`` is 0
+    cjk = _cjk_share_of_codes(codes)
+    return cjk > 0.0 and cjk >= share
 
 
 def sorted_unique(hashes: np.ndarray) -> np.ndarray:
@@ -61,11 +73,11 @@ def _dedup_sorted(s: np.ndarray) -> np.ndarray:
     return s[:n]
 
 
-def shingle_hashes(text: str, char_n: int = 5, word_n: int = 3) -> np.ndarray:
+def shingle_hashes(text: str, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE) -> np.ndarray:
     """Sorted unique 64-bit hashes of the text's shingle set (empty for empty text)."""
     compact = _without_space(text)
     codes = char_codes(compact)
-    if _cjk_share_of_codes(codes) >= CJK_SHARE:
+    if _is_char_text(codes, share):
         hashes = code_ngram_hashes(codes, char_n)
     else:
         hashes = ngram_hashes(token_hashes(_WORD.findall(text)), word_n)
