@@ -18,7 +18,7 @@ from stream.batch.known import KnownDocuments
 from stream.detect import Detector, MatchSettings, differences
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter
-from stream.fingerprint.schema import SCHEMA_VERSIONS
+from stream.fingerprint.schema import schema_changes
 from stream.index import BlockIndex
 
 
@@ -58,12 +58,9 @@ def _meta(fp: Fingerprinter, matching: MatchSettings, next_seq: int) -> dict[str
 
 def _schema_mismatch(root: Path, meta: dict[str, Any], fingerprinter: Fingerprinter) -> str:
     """What differs (the settings, and what each schema version means) and what to do."""
-    stored = meta.get("fingerprint") or {}
-    current = fingerprinter.config.describe(fingerprinter.segmenter.settings)
-    changed = differences(stored, current)
-    if stored.get("version") != current["version"]:
-        changed += [f"version {v}: {SCHEMA_VERSIONS.get(v, 'unknown to this release')}"
-                    for v in (stored.get("version"), current["version"]) if isinstance(v, int)]
+    changed, new_version = schema_changes(meta.get("fingerprint") or {},
+                                          fingerprinter.config.describe(fingerprinter.segmenter.settings))
+    if new_version:
         advice = "this release cannot make the old fingerprints; scan the documents again into a new --state directory"
     else:
         advice = "run with the settings the state was built with, or scan into a new --state directory"

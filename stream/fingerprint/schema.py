@@ -29,6 +29,18 @@ SCHEMA_VERSIONS = {
 SIMHASH_FEATURES = ("words", "shingles")
 
 
+def schema_changes(stored: dict[str, Any], current: dict[str, Any]) -> tuple[list[str], bool]:
+    """What differs between two ``FingerprintConfig.describe()`` results (``name: old -> new``, and what
+    each schema version means), and whether the versions differ (then no setting makes the old ones)."""
+    changed = [f"{key}: {stored.get(key)!r} -> {current.get(key)!r}"
+               for key in sorted(set(stored) | set(current)) if stored.get(key) != current.get(key)]
+    versions = stored.get("version") != current.get("version")
+    if versions:
+        changed += [f"version {v}: {SCHEMA_VERSIONS.get(v, 'unknown to this release')}"
+                    for v in (stored.get("version"), current.get("version")) if isinstance(v, int)]
+    return changed, versions
+
+
 @dataclass(frozen=True)
 class FingerprintConfig:
     segmenter: str = "auto"  # auto (rjieba, else jieba) | rjieba | jieba: same tokens (HMM off)

@@ -33,6 +33,7 @@ from stream.detect.detector import fingerprint_of
 from stream.errors import ConfigError, DocumentError, StorageError
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.document import DELETE
+from stream.fingerprint.schema import schema_changes
 from stream.index import BlockIndex, MemoryStore
 from stream.index.records import HANDLE_NS
 from stream.index.store import BufferedStore, KVStore
@@ -226,7 +227,9 @@ class ProbeStage:
         self.verify_once = verify_once
         self.late_allowance = late_allowance
         self.dead = DeadLetters(output, topics.dlq)
-        self.settings = dumps({"schema": Fingerprinter(config).schema, **matching.describe()})
+        fingerprinter = Fingerprinter(config)
+        self.settings = dumps({"schema": fingerprinter.schema, "matching": matching.describe(),
+                               "fingerprint": config.describe(fingerprinter.segmenter.settings)})
         self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
         self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
         self._newest: dict[int, float] = {}  # partition -> the latest event time it has indexed
@@ -274,7 +277,9 @@ class ProbeStage:
             store.put(SETTINGS_KEY, self.settings)
             return
         if raw != self.settings:
-            changed = differences(loads(raw), loads(self.settings))
+            stored, current = loads(raw), loads(self.settings)
+            changed = differences(stored.get("matching", {}), current["matching"])
+            changed += schema_changes(stored.get("fingerprint", {}), current["fingerprint"])[0]
             raise ConfigError(f"block table partition {partition} was built with other settings ({'; '.join(changed)})"
                               ": run every worker of this app id with the same settings, or use a new app_id "
                               "(new topics) for the new ones")
