@@ -100,27 +100,59 @@ class SplitBucket(Bucket):
     objects each): at Zipf 1M they did not fit the read cache, which then rebuilt and evicted
     whole subtrees on every query (docs/index.md, "Session 14")."""
 
-    __slots__ = ("aux", "markers", "rests", "values")
+    __slots__ = ("aux", "markers", "rests", "sorted", "values")
 
     def __init__(self, aux: int = 0) -> None:
         super().__init__(split=True)
         self.rests = array("Q")
-        self.aux = aux  # the state's second part at this node (SimHash: bits left; band: rows used)
+        self.aux = aux  # the state's second part at this node (SimHash: bits left)
         self.markers: set[bytes] | None = None
         # per group: (buffer, count): the sub-key value of each of the first count entries (new ones
         # are valued when the next deal needs them, into a buffer that doubles): a deal compares one
         # small array instead of recomputing every entry's value (docs/index.md, "Sessions 14-15")
         self.values: dict[int, tuple[np.ndarray, int]] = {}
+        # per group: (entry positions in value order, their values, count): ``matching``'s index of
+        # the first count entries; later ones are compared directly until a re-sort
+        self.sorted: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
 
     def add(self, handle: int, fingerprint: int, rest: int) -> None:
         self.handles.append(handle)
         self.fps.append(fingerprint)
         self.rests.append(rest)
 
+    def add_many(self, handles: np.ndarray, fingerprints: np.ndarray, rests: np.ndarray) -> None:
+        """``add`` of each (uint64 arrays), at once."""
+        self.handles.frombytes(handles.astype(np.uint64).tobytes())
+        self.fps.frombytes(fingerprints.astype(np.uint64).tobytes())
+        self.rests.frombytes(rests.astype(np.uint64).tobytes())
+
     def _delete_at(self, i: int) -> None:
         super()._delete_at(i)
         del self.rests[i]
         self.values.clear()  # positions moved
+        self.sorted.clear()
+
+    def matching(self, scheme: BlockScheme, group: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query positions q, entry positions e) with entry e's sub-key value in ``group`` equal to
+        ``values[q]``: the sub-bucket each query value names, for many at once, without dealing it.
+        Binary search in a sorted index of the entries, re-sorted once a quarter of them came later."""
+        column = self.group_values(scheme, group)
+        n = len(column)
+        order, ordered, upto = self.sorted.get(group, (_NO_POSITIONS, _NO_VALUES, 0))
+        if n - upto > max(64, upto // 4):
+            order = np.argsort(column, kind="stable")
+            ordered, upto = column[order], n
+            self.sorted[group] = (order, ordered, upto)
+        values = values.astype(column.dtype)
+        low = np.searchsorted(ordered, values, side="left")
+        counts = np.searchsorted(ordered, values, side="right") - low
+        queries = np.repeat(np.arange(len(values)), counts)
+        offsets = np.arange(len(queries)) - np.repeat(np.cumsum(counts) - counts, counts)
+        entries = order[np.repeat(low, counts) + offsets]
+        if upto < n:  # the entries added since the sort
+            q, later = np.nonzero(values[:, None] == column[None, upto:n])
+            queries, entries = np.concatenate([queries, q]), np.concatenate([entries, later + upto])
+        return queries, entries
 
     def group_values(self, scheme: BlockScheme, group: int) -> np.ndarray:
         """Every entry's sub-key value in ``group`` (uint16 when they fit), valuing new entries."""
@@ -142,6 +174,7 @@ class SplitBucket(Bucket):
 
 
 _NO_VALUES = np.zeros(0, dtype=np.uint16)  # read only: any value makes a new buffer
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)
 
 
 def _take(values: array, positions: np.ndarray) -> array:
@@ -153,13 +186,13 @@ def _take(values: array, positions: np.ndarray) -> array:
 
 class RootFilter:
     """Which top-level buckets may exist in the store beyond the cache: one bit per table and block
-    value, blocks wider than ``BITS`` hashed onto their low bits (a band value is a hash already).
+    value, blocks wider than ``BITS`` hashed onto their low bits.
     A clear bit is certain (no scan), a set one may be a false positive (a scan that finds nothing,
     as without the filter). Built from an existing store's records on open (``BlockIndex``), or from
     the cache when a complete one first evicts; then every top-level bucket the cache loads sets its
     bit, so one evicted later is still found."""
 
-    BITS = 20  # 128 KiB per band table (2^16 bits for a 16-bit SimHash block)
+    BITS = 20  # 128 KiB per table of blocks that wide (2^16 bits for a 16-bit SimHash block)
 
     def __init__(self) -> None:
         self._maps: dict[int, tuple[bytearray, int]] = {}  # table id -> (bitmap, block mask)
@@ -244,6 +277,7 @@ class BucketCache:
         self._entries = 0
         self.hits = 0
         self.misses = 0
+        self.evictions = 0  # calls of _evict: a batch knows whether buckets it resolved may have left
 
     def __len__(self) -> int:
         return len(self.buckets)
@@ -308,6 +342,23 @@ class BucketCache:
         if evict:
             self.settle()
 
+    def add_empty_roots(self, table_id: int, values: list[int]) -> list[Bucket]:
+        """Cache a new, empty top-level bucket for each block value of a table with slots: what
+        ``put`` of each does, at once (a batch of new documents meets ~2 new roots each at 120k)."""
+        slots, states = self.roots[table_id], self.root_states[table_id]
+        assert slots is not None and states is not None, "a table with slots"
+        prefix, top_len = bytes([table_id]), self.top_lens[table_id] - 1
+        self.clock += 1
+        made = [Bucket() for _ in values]
+        for value, bucket in zip(values, made, strict=True):
+            bucket.used = self.clock
+            self.buckets[prefix + value.to_bytes(top_len, "big")] = bucket
+            slots[value] = bucket
+        states[values] = ROOT_LEAF
+        self.misses += len(values)
+        self.settle()
+        return made
+
     def settle(self) -> None:
         """Evict down to the bound if the cache is over it."""
         if self.size_bytes > self.max_bytes:
@@ -338,6 +389,14 @@ class BucketCache:
         if subtree is not None:
             subtree.discard(key)
 
+    def drop_dealt(self, root: bytes) -> None:
+        """Forget the leaf sub-buckets dealt below top-level bucket ``root`` (its split nodes stay):
+        a batch added entries to the split nodes without them (split_batch.py)."""
+        subtree = self.subtrees.get(root)
+        if subtree:
+            for key in [key for key in subtree if not self.buckets[key].split]:
+                self._forget_dealt(key, root)
+
     def clear(self) -> None:
         self.complete = False
         self.buckets.clear()
@@ -361,6 +420,7 @@ class BucketCache:
             states[value] = ROOT_ABSENT if bucket is None else ROOT_SPLIT if bucket.split else ROOT_LEAF
 
     def _evict(self) -> None:
+        self.evictions += 1
         target = self.max_bytes * self.EVICT_TO
         top_lens = self.top_lens
         dealt = self.dealt
@@ -405,7 +465,7 @@ class SplitPolicy:
     split if size >= min_split and (size > (1 + mu) x mean size of its level, or size > cap)
     and the split does not make queries dearer: for a query drawn from the bucket's own entries the
     expected candidates after it, sum over sub-buckets of size^2 / size, stay within
-    (1 + 1/groups) x size (a one-group band split must lower them).
+    (1 + 1/groups) x size (a one-group split must lower them).
 
     Without that guard a cluster of identical or near-identical fingerprints (templated or empty
     documents) would be copied into every sub-bucket at every level, (k + 1)^levels times, without
@@ -446,7 +506,7 @@ Resolver = Callable[[list[bytes]], list[int | None]]
 
 
 class BucketTable:
-    """One table of the block index (SimHash block t, or one LSH band) over a shared store and cache."""
+    """One SimHash table of the block index (block t) over a shared store and cache."""
 
     def __init__(
         self,
@@ -637,7 +697,7 @@ class BucketTable:
         size = len(bucket.handles) - len(orphans)
         # Expected candidates after the split for a query drawn from the bucket's own entries.
         expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
-        # One group (a band adding a row) must shrink something; k + 1 groups get the slack below.
+        # One group must shrink something; k + 1 groups get the slack below.
         limit = (1.0 + 1.0 / groups) * size if groups > 1 else size - 1
         if expected > limit:
             bucket.refused_at = self.cache.refused[leaf.key] = size
