@@ -25,7 +25,7 @@ from pathlib import Path
 
 import click
 
-from stream.bench.common import DEFAULT_OUT, pyplot, save_json
+from stream.bench.common import DEFAULT_OUT, commit, pyplot, save_json
 from stream.bench.corpus_zh import default_corpus
 
 LCUT = """
@@ -71,14 +71,6 @@ def run_rounds(commands: dict[str, list[str]], rounds: int, state: Path) -> dict
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             seconds[name].append(time.perf_counter() - start)
     return seconds
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).parent)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True, cwd=Path(__file__).parent).stdout.strip()
-    return (done.stdout.strip() or "unknown") + ("+changes" if dirty else "")
 
 
 def plot(result: dict[str, object], out: Path) -> None:
