@@ -399,8 +399,9 @@ def command(
         plot(rows, sweep_rows, out)
     if product:
         plot_product(product, out)
-    click.echo(f"saved {out / 'results.json'}, {out / 'latency_vs_n.png'}, {out / 'candidates_vs_skew.png'}"
-               + (f", {out / 'product.png'}" if product else ""))
+    charts = ([out / "latency_vs_n.png", out / "candidates_vs_skew.png"] if rows or sweep_rows else [])
+    charts += [out / "product.png"] if product else []
+    click.echo(f"saved {out / 'results.json'}" + "".join(f", {chart}" for chart in charts))
 
 
 def run_product_rows(sizes: str, distributions: str, variants: str, batch: int, near: float, queries: int,

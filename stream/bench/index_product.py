@@ -5,7 +5,8 @@ serialized fingerprint as payload) goes through a ``Detector`` over an on-disk `
 16 band tables): ``probe_many`` in batches of ``--product-batch`` (the product's path), or ``probe``
 once per document (the per-call path, for comparison). Reported per document: query + insert +
 verification over the whole build and over its last 10% (wall clock), CPU of the process (all
-threads, RocksDB's included), documents with a verified match, candidates, disk bytes after a full
+threads, RocksDB's included; ``probe_many`` freezes the collector's view after each batch, as
+``dedup scan`` does after each chunk), documents with a verified match, candidates, disk bytes after a full
 compaction. The peer, 1e0ng's ``simhash.SimhashIndex`` (k = 3, in RAM, SimHash only: no bands, no
 payloads, no verification), is built over the same SimHashes (``add``) and then answers fresh queries
 of the same distribution within a time budget; its q+i is add + query per document.
@@ -58,6 +59,7 @@ def run_product(distribution: str, fps: list[Fingerprint], raws: list[bytes], va
             t0 = clock()
             if variant == "probe_many":
                 found = detector.probe_many(fps[i : i + step], orders[i : i + step], fp_bytes=raws[i : i + step])
+                gc.freeze()  # as dedup scan does after each chunk (stream/batch/scan.py)
             else:
                 found = [detector.probe(fps[i], orders[i], fp_bytes=raws[i])]
             if i >= tail_from:

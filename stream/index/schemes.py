@@ -107,6 +107,10 @@ class BlockScheme(Protocol):
         bucket keeps per entry to deal its entries into sub-buckets (table.py)."""
         ...
 
+    def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
+        """``root_state((fp, 0))[0]`` of whole fingerprints (uint64 arrays), for a split's entries."""
+        ...
+
     def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
         """``child((rest, aux), group)`` of many states at once: the sub-key values (uint64) and the
         rests below them."""
@@ -216,6 +220,13 @@ class SimhashBlocks:
             return np.zeros(0, dtype=U64)
         pad = b"\x00" * (8 - self.whole_len)
         return np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
+
+    def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
+        low, width = self.low, self.width  # remove_bits, on arrays
+        below = fps & U64((1 << low) - 1)
+        if low + width >= 64:  # numpy shifts by >= 64 are undefined; nothing lies above the top block
+            return below
+        return ((fps >> U64(low + width)) << U64(low)) | below
 
     def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
         low, width = _group_layout(aux, self.k + 1)[group]  # as child, on arrays

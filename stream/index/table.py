@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream.index import batch_keys
 from stream.index.schemes import BlockScheme, Source, State
 from stream.index.stats import StatsRecorder
 from stream.index.store import KVStore
@@ -499,8 +500,17 @@ class Leaf:
         self.state = state  # None until needed (computing it costs; most leaves never split)
 
 
-# sub-bucket key -> (its new leaf, [(handle, fingerprint masked by the leaf's mask)])
-Children = dict[bytes, tuple[Leaf, list[tuple[int, int]]]]
+@dataclass
+class Partition:
+    """A leaf's entries dealt into the sub-buckets of a split (``BucketTable._partition``)."""
+
+    rewrites: list[tuple[bytes, bytes]]  # whole payloads of a top-level split's entries
+    orphans: list[bytes]  # entry keys without a record, to delete
+    node: SplitBucket  # what replaces the leaf
+    sizes: list[np.ndarray]  # per group, the sub-buckets' sizes
+    big: list[Leaf]  # the sub-buckets of at least min_split entries, filled: they may split again
+    size: int  # entries (orphans left out)
+
 # handles (HANDLE_LEN bytes each) -> their documents' whole fingerprints (None: no record)
 Resolver = Callable[[list[bytes]], list[int | None]]
 
@@ -693,19 +703,19 @@ class BucketTable:
         groups = self.scheme.groups(state)
         if groups == 0:
             return 0
-        rewrites, orphans, children, node = self._partition(leaf, groups)
-        size = len(bucket.handles) - len(orphans)
+        part = self._partition(leaf, groups)
+        size = part.size
         # Expected candidates after the split for a query drawn from the bucket's own entries.
-        expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
+        expected = sum(float((counts.astype(np.float64) ** 2).sum()) for counts in part.sizes) / max(size, 1)
         # One group must shrink something; k + 1 groups get the slack below.
         limit = (1.0 + 1.0 / groups) * size if groups > 1 else size - 1
         if expected > limit:
             bucket.refused_at = self.cache.refused[leaf.key] = size
             self.stats.refused[self.kind] += 1
             return 0
-        self._write_split(leaf, rewrites, orphans, children, node)
+        self._write_split(leaf, part)
         splits = 1
-        for child_leaf, _ in children.values():
+        for child_leaf in part.big:  # the others are below min_split: no split to consider
             splits += self.maybe_split(child_leaf, source)
         return splits
 
@@ -715,72 +725,73 @@ class BucketTable:
             state = self.scheme.child(state, group)[1]
         return state
 
-    def _entries_of(self, leaf: Leaf) -> tuple[list[tuple[int, Source, int]], list[bytes]]:
-        """The leaf's entries as (handle, source, whole fingerprint), and the keys of entries without a
-        document record (to delete)."""
+    def _entries_of(self, leaf: Leaf) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+        """The leaf's entries as (handles, whole fingerprints), uint64 arrays, and the keys of entries
+        without a document record (to delete)."""
         scheme, bucket = self.scheme, leaf.bucket
         if leaf.path and scheme.fingerprint_is_source:
             # below a split the cached fingerprints are whole (leaf_mask), and they are the source
-            return [(h, (fp, 0), fp) for h, fp in zip(bucket.handles, bucket.fps, strict=True)], []
+            return (np.frombuffer(bucket.handles, dtype=np.uint64).copy(),
+                    np.frombuffer(bucket.fps, dtype=np.uint64).copy(), [])
         root = leaf.key[: self._root_len]
         scanned = list(self.store.scan_prefix(root + ENTRY_TAG))
         if leaf.path:  # this leaf's entries among the split top-level bucket's (whole payloads)
             wanted = set(bucket.handles)
             scanned = [(key, payload) for key, payload in scanned
                        if len(payload) == scheme.whole_len and int.from_bytes(key[-HANDLE_LEN:], "big") in wanted]
-        handles = [int.from_bytes(key[-HANDLE_LEN:], "big") for key, _ in scanned]
-        top = root[1:]
+        handles = np.array([int.from_bytes(key[-HANDLE_LEN:], "big") for key, _ in scanned], dtype=np.uint64)
         if scheme.exact or leaf.path:
-            fps = scheme.decode_whole(top, [payload for _, payload in scanned]).tolist()
-            sources = [scheme.source_of(top, payload) for _, payload in scanned]
-            return list(zip(handles, sources, fps, strict=True)), []
+            return handles, scheme.decode_whole(root[1:], [payload for _, payload in scanned]), []
         if self.resolve is None:
             raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
-        entries, orphans = [], []
-        for (key, _), handle, whole in zip(scanned, handles, self.resolve([k[-HANDLE_LEN:] for k, _ in scanned]),
-                                           strict=True):
-            if whole is None:
-                # An entry without a document record: left by a changelog prefix cut inside an insert
-                # whose redelivery took a new handle. Nothing can reach it any more: drop it.
-                orphans.append(key)
-            else:
-                entries.append((handle, (whole, 0), whole))
-        return entries, orphans
+        wholes = self.resolve([key[-HANDLE_LEN:] for key, _ in scanned])
+        # An entry without a document record: left by a changelog prefix cut inside an insert whose
+        # redelivery took a new handle. Nothing can reach it any more: drop it.
+        orphans = [key for (key, _), whole in zip(scanned, wholes, strict=True) if whole is None]
+        live = np.array([whole is not None for whole in wholes], dtype=np.bool_)
+        fps = np.array([whole or 0 for whole in wholes], dtype=np.uint64)
+        return handles[live] if len(handles) else handles, fps[live] if len(fps) else fps, orphans
 
-    def _partition(
-        self, leaf: Leaf, groups: int
-    ) -> tuple[list[tuple[bytes, bytes]], list[bytes], Children, SplitBucket]:
-        """The leaf's entries assigned to their sub-bucket in every group, with what ``_write_split``
-        writes besides the marker (the whole payloads of a top-level split, unless its payloads are
-        whole already, and the orphan entries to delete) and the split node that replaces the leaf."""
+    def _partition(self, leaf: Leaf, groups: int) -> Partition:
+        """The leaf's entries dealt into their sub-buckets in every group, at once (numpy): the split
+        node that replaces the leaf, the sub-buckets' sizes, the sub-buckets big enough to split
+        again (filled), and what ``_write_split`` writes besides the marker (the whole payloads of a
+        top-level split, unless its payloads are whole already, and the orphan entries to delete)."""
         scheme = self.scheme
-        entries, orphans = self._entries_of(leaf)
-        rewrites = []
-        if not leaf.path and not scheme.exact:
-            entry_prefix = leaf.key + ENTRY_TAG
-            rewrites = [(entry_prefix + handle_bytes(handle), scheme.whole_payload(fingerprint, source))
-                        for handle, source, fingerprint in entries]
+        handles, fps, orphans = self._entries_of(leaf)
         assert leaf.state is not None, "maybe_split sets it"
-        node = SplitBucket(leaf.state[1])
-        children: Children = {}
-        for handle, source, fingerprint in entries:
-            state = self._state_at(source, leaf.path)
-            node.add(handle, fingerprint, state[0])
-            for group in range(groups):
-                value, child_state = scheme.child(state, group)
-                child_key = sub_key(leaf.key, group, value)
-                child = children.get(child_key)
-                if child is None:
-                    path = (*leaf.path, group)
-                    child = children[child_key] = (Leaf(child_key, Bucket(), path, child_state), [])
-                child[1].append((handle, fingerprint & scheme.leaf_mask(child[0].path)))
-        return rewrites, orphans, children, node
+        aux = leaf.state[1]
+        rests = scheme.fingerprint_rests(fps)
+        below_aux = scheme.root_state((0, 0))[1]
+        for group in leaf.path:  # the descent state's rest at this leaf, for every entry
+            rests = scheme.child_values(rests, below_aux, group)[1]
+            below_aux = scheme.child((0, below_aux), group)[1][1]
+        rewrites: list[tuple[bytes, bytes]] = []
+        if not leaf.path and not scheme.exact:
+            keys = batch_keys.rows(batch_keys.concat(leaf.key + ENTRY_TAG, batch_keys.big_endian(handles, HANDLE_LEN)))
+            rewrites = list(zip(keys, batch_keys.rows(batch_keys.big_endian(rests, scheme.whole_len)), strict=True))
+        node = SplitBucket(aux)
+        node.add_many(handles, fps, rests)
+        sizes, big = [], []
+        for group in range(groups):
+            values, below = scheme.child_values(rests, aux, group)
+            distinct, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+            sizes.append(counts)
+            value_bytes, (_, child_aux) = scheme.child((0, aux), group)
+            for d in np.flatnonzero(counts >= self.policy.min_split).tolist():
+                at = np.flatnonzero(inverse == d)
+                key = sub_key(leaf.key, group, int(distinct[d]).to_bytes(len(value_bytes), "big"))
+                child = Bucket()
+                child.handles = array("Q", handles[at].tobytes())
+                child.fps = array("Q", fps[at].tobytes())  # whole below a split (scheme.leaf_mask)
+                big.append(Leaf(key, child, (*leaf.path, group), (int(below[at[0]]), child_aux)))
+        return Partition(rewrites, orphans, node, sizes, big, len(handles))
 
-    def _write_split(self, leaf: Leaf, rewrites: list[tuple[bytes, bytes]], orphans: list[bytes],
-                     children: Children, node: SplitBucket) -> None:
+    def _write_split(self, leaf: Leaf, part: Partition) -> None:
         # Commit order (a changelog may replay a prefix): the whole payloads, then the marker; any
         # prefix without the marker is the unsplit bucket (decode reads either payload).
-        self.store.write_batch([*rewrites, (leaf.key + SPLIT_TAG, b"")], orphans)
+        self.store.write_batch([*part.rewrites, (leaf.key + SPLIT_TAG, b"")], part.orphans)
+        node = part.node
         level = len(leaf.path)
         self.stats.resize(self.kind, level, len(leaf.bucket), 0)
         self.stats.splits[self.kind] += 1
@@ -793,9 +804,8 @@ class BucketTable:
         # else: the top-level bucket left the cache; its next load reads the marker
         self.cache.put(leaf.key, node)
         leaf.bucket = node
-        # the children are filled for the statistics and the recursive splits, but not cached: a
-        # descent deals them from the node when it reaches them (SplitBucket)
-        for child_leaf, entries in children.values():
-            for handle, fingerprint in entries:
-                child_leaf.bucket.append(handle, fingerprint)
-            self.stats.resize(self.kind, level + 1, 0, len(child_leaf.bucket))
+        # the sub-buckets count in the statistics, but are not cached: a descent deals them from the
+        # node when it reaches them (SplitBucket)
+        for counts in part.sizes:
+            bins = np.bincount(np.ceil(np.log2(counts + 1)).astype(np.int64), minlength=66)
+            self.stats.level(self.kind, level + 1).grow(int(counts.sum()), len(counts), bins)
