@@ -40,15 +40,6 @@ def versions(*packages: str) -> dict[str, str]:
     return found
 
 
-def commit() -> str:
-    """The checkout's commit (short hash, "+changes" when tracked files differ from it)."""
-    here = Path(__file__).parent
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=here).stdout.strip()
-    return (head.stdout.strip() or "unknown") + ("+changes" if dirty else "")
-
-
 def save_json(out_dir: str, name: str, payload: dict[str, Any]) -> Path:
     path = Path(out_dir)
     path.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
-from stream.bench.common import commit, machine, pyplot
+from stream.bench.common import commit, machine, pyplot, stamp
 from stream.index import BlockIndex
 
 if TYPE_CHECKING:
@@ -428,7 +428,8 @@ def print_product(rows: list[ProductRow]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="the product's path: Detector on disk, k = 3, 16 bands, payloads, near copies (peer in RAM)")
+    table = Table(title="the product's path: Detector on disk, k = 3, 24 band tables, payloads, near copies "
+                        "(peer in RAM)")
     for col in ("dist", "N", "variant", "batch", "q+i us", "tail", "cpu us", "matched", "candidates", "B/doc"):
         table.add_column(col, justify="right")
     for r in rows:
@@ -448,8 +449,9 @@ def plot_product(rows: list[ProductRow], out: Path) -> None:
     ax.axvline(25, color="red", ls="--", lw=1, label="target: 25 us per document")
     ax.set_xscale("log")
     ax.set_xlabel("query + insert, us per document (wall clock; ours on disk with verification)")
-    ax.set_title(f"the product's path vs simhash.SimhashIndex {version('simhash')} (commit {commit()})")
+    ax.set_title("the product's path vs simhash.SimhashIndex")
     ax.legend(loc="lower right")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig, {"simhash": version("simhash")})
     fig.savefig(out / "product.png", dpi=110)
     plt.close(fig)

@@ -2,7 +2,7 @@
 
 A stream of whole fingerprints (streams.py: a SimHash distribution, 5% near copies, 16 LSH bands, the
 serialized fingerprint as payload) goes through a ``Detector`` over an on-disk ``BlockIndex`` (k = 3,
-16 band tables): ``probe_many`` in batches of ``--product-batch`` (the product's path), or ``probe``
+the product's 24 band tables): ``probe_many`` in batches of ``--product-batch`` (the product's path), or ``probe``
 once per document (the per-call path, for comparison). Reported per document: query + insert +
 verification over the whole build and over its last 10% (wall clock), CPU of the process (all
 threads, RocksDB's included; ``probe_many`` freezes the collector's view after each batch, as
@@ -22,9 +22,10 @@ from pathlib import Path
 from stream.bench.index import run_peer, scratch_dir
 from stream.detect import Detector
 from stream.fingerprint.fingerprinter import Fingerprint
+from stream.fingerprint.schema import FingerprintConfig
 from stream.index import BlockIndex
 
-K, BANDS = 3, 16
+K, BANDS = 3, FingerprintConfig().band_tables  # the product's band tables (16 + 8 prefix bands)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import click
 
-from stream.bench.common import DEFAULT_OUT, commit, pyplot, save_json
+from stream.bench.common import DEFAULT_OUT, commit, pyplot, save_json, stamp
 from stream.bench.corpus_zh import default_corpus
 
 LCUT = """
@@ -84,9 +84,10 @@ def plot(result: dict[str, object], out: Path) -> None:
     lcut = next(row["docs_per_s"] for row in rows if row["variant"] == "jieba.lcut")
     ax.axvline(0.9 * lcut, color="red", ls="--", lw=1, label="target: 0.9x jieba.lcut alone")
     ax.set_xlabel(f"documents per second, whole process with start-up ({result['docs']} docs of ~3 KB)")
-    ax.set_title(f"dedup scan vs jieba.lcut alone (commit {result['commit']})")
+    ax.set_title("dedup scan vs jieba.lcut alone")
     ax.legend(loc="lower right")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig, result["peers"])  # type: ignore[arg-type]
     fig.savefig(out / "scan_vs_lcut.png", dpi=110)
     plt.close(fig)
 

@@ -3,7 +3,8 @@
 A document of the stream is a whole ``Fingerprint``: a SimHash from a distribution of
 ``bench.index.fingerprints`` (skewed: 20% share one 16-bit block), and a shingle set of ``shingles``
 random 64-bit hashes (a ~3 KB text has ~3,000 character 5-grams) from which the real code makes the
-verification sketch (512 bytes of 1-bit MinHash) and the 16 LSH bands. A share ``near`` of the
+verification sketch (512 bytes of 1-bit MinHash) and the LSH bands (16 over the set, 8 over its
+first 400 hashes, as the prefix bands take a text's first 400 characters). A share ``near`` of the
 documents are near copies of an earlier one: its shingle set with 2-10% of the hashes replaced
 (Jaccard ~0.8-0.96, so ~60% of the bands collide) and its SimHash with 0-5 bits flipped. The
 serialized fingerprint (~830 bytes) is the payload each index record keeps. Deterministic in ``seed``.
@@ -16,6 +17,7 @@ import numpy as np
 from stream.bench.index import fingerprints
 from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.fingerprinter import Fingerprint
+from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.sketch import SketchSpec, make_sketch
 
 SCHEMA = "bench-stream"
@@ -26,7 +28,10 @@ def _shingles(seed: int, root: int, size: int) -> np.ndarray:
 
 
 def stream(distribution: str, n: int, near: float = 0.05, seed: int = 1, shingles: int = 3000,
-           bands: int = 16, rows: int = 5) -> list[Fingerprint]:
+           config: FingerprintConfig | None = None) -> list[Fingerprint]:
+    """The stream's fingerprints, with the bands of ``config`` (default: the product's): whole-document
+    bands over the shingle set and prefix bands over its first ``prefix_chars`` hashes."""
+    cfg = config or FingerprintConfig()
     rng = np.random.default_rng(seed)
     sims = fingerprints(distribution, n, seed=seed)
     spec = SketchSpec()
@@ -48,6 +53,8 @@ def stream(distribution: str, n: int, near: float = 0.05, seed: int = 1, shingle
             hashes = _shingles(seed, root, shingles)
         roots.append(root)
         unique = np.unique(hashes)
-        out.append(Fingerprint(f"doc-{i}", simhash, rng.bytes(16), make_sketch(unique, spec),
-                               lsh_bands(unique, bands, rows), SCHEMA, spec))
+        bands = lsh_bands(unique, cfg.bands, cfg.rows)
+        if cfg.prefix_bands:
+            bands += lsh_bands(np.unique(hashes[: cfg.prefix_chars]), cfg.prefix_bands, cfg.prefix_rows)
+        out.append(Fingerprint(f"doc-{i}", simhash, rng.bytes(16), make_sketch(unique, spec), bands, SCHEMA, spec))
     return out
