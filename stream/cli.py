@@ -39,6 +39,8 @@ BENCH_COMMANDS: dict[str, str] = {
     "html": "stream.bench.html:command",
     "tracks": "stream.bench.track_build:command",
     "shingling": "stream.bench.shingling:command",
+    "corpus-zh": "stream.bench.corpus_zh:command",
+    "scan": "stream.bench.scan:command",
 }
 
 

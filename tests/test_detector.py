@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from importlib.resources import files
+
 from stream.detect import Detector
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex
@@ -59,3 +62,31 @@ def test_expire_deletes_only_entries_too_old_to_match_anything() -> None:
     late = fingerprinter.fingerprint(parse_document({"id": "late", "text": OTHER}))
     assert [m.id for m in detector.probe(late, (60.0, "late"))] == ["edge"]  # 10 s late, within the allowance
     assert not detector.forget("old") and detector.forget("edge")
+
+
+def test_probe_many_equals_the_probe_loop() -> None:
+    """Real fingerprints (the bundled Tang sample, with its near-duplicate pairs, plus exact copies,
+    an empty document and redeliveries inside one batch): ``probe_many`` in chunks gives the matches
+    of the ``probe`` loop, with all tables and with each document's tables cut into two groups
+    (the service's partitions, ``once``), and leaves an index that answers the same."""
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    lines = (files("stream") / "data" / "demo" / "tang_demo.jsonl").read_text(encoding="utf-8").splitlines()
+    fps = [fingerprinter.fingerprint(parse_document(line)) for line in lines[:240]]
+    fps += [fingerprinter.fingerprint(parse_document({"id": f"copy{i}", "text": lines[i]})) for i in range(0, 60, 7)]
+    fps.append(fingerprinter.fingerprint(parse_document({"id": "empty", "text": "  "})))
+    fps += fps[10:14]  # redeliveries
+    random.Random(4).shuffle(fps)
+    bands = fingerprinter.config.band_tables
+    for groups in (None, [range(0, 3 + bands, 2), range(1, 4 + bands, 2)]):
+        loop = Detector(BlockIndex(None, k=3, bands=bands), once=groups is not None)
+        batch = Detector(BlockIndex(None, k=3, bands=bands), once=groups is not None)
+        for start in range(0, len(fps), 64):
+            chunk = fps[start : start + 64]
+            orders = [(float(start + i), fp.doc_id) for i, fp in enumerate(chunk)]
+            for tables in groups or [None]:
+                expected = [loop.probe(fp, order, tables) for fp, order in zip(chunk, orders, strict=True)]
+                got = batch.probe_many(chunk, orders, None if tables is None else [tables] * len(chunk))
+                assert got == expected
+        assert (batch.candidates, batch.verified) == (loop.candidates, loop.verified) and loop.verified > 20
+        for fp in fps[:50]:
+            assert batch.probe(fp, (0.0, fp.doc_id), insert=False) == loop.probe(fp, (0.0, fp.doc_id), insert=False)

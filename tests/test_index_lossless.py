@@ -198,11 +198,11 @@ def test_a_store_of_an_older_format_is_refused_with_a_clear_error(tmp_path: Path
     from stream.index import RocksStore
 
     store = RocksStore(str(tmp_path / "i"))
-    store.put(b"\xffconfig", json.dumps({"version": 4, "k": 3, "bits": 64, "bands": 0}).encode())
+    store.put(b"\xffconfig", json.dumps({"version": 5, "k": 3, "bits": 64, "bands": 16}).encode())
     store.close()
-    # format 4 keeps sub-bucket entries, format 5 rebuilds them: a format 4 split bucket would be empty
-    with pytest.raises(ValueError, match="format version 4, this code reads version 5"):
-        BlockIndex(str(tmp_path / "i"), k=3)
+    # format 5 keeps band entries as keys, format 6 rebuilds the band tables from the records
+    with pytest.raises(ValueError, match="format version 5, this code reads version 6"):
+        BlockIndex(str(tmp_path / "i"), k=3, bands=16)
 
 
 def test_payloads_come_back_with_hits_and_follow_reinserts(tmp_path: Path) -> None:

@@ -159,3 +159,40 @@ def test_retention_and_deletes_in_a_scan(tmp_path: Path) -> None:
     assert [v for v in verdicts if "op" in v] == [{"id": "b", "op": "delete", "found": True},
                                                  {"id": "ghost", "op": "delete", "found": False}]
     assert "line 4: with --retention every document needs a 'ts'" in err
+
+
+@pytest.mark.parametrize("retention", [None, 1e9])
+def test_chunks_judge_as_the_document_by_document_loop(retention: float | None) -> None:
+    """``scan_stream`` judges up to CHUNK documents per detector call: the output equals one document
+    per call, with copies inside a chunk, the same document twice, a new version of an id, deletes
+    and a bad line between them."""
+    import io
+    import random
+
+    from stream.batch.scan import iter_lines, scan_stream
+    from stream.batch.state import open_state
+    from stream.detect import MatchSettings
+    from stream.fingerprint import FingerprintConfig
+
+    lines = (FIXTURES / "tang_small.jsonl").read_text(encoding="utf-8").splitlines()
+    docs = [json.loads(line) for line in lines]
+    rng = random.Random(7)
+    extra = [dict(rng.choice(docs), id=f"copy{i}") for i in range(8)]  # exact copies under new ids
+    extra += [docs[3], dict(docs[5], text=docs[9]["text"]), {"id": docs[7]["id"], "op": "delete"}, {"id": 5}]
+    stream = [*docs, *extra]
+    rng.shuffle(stream)
+    for ts, doc in enumerate(stream):
+        if "op" not in doc:
+            doc.setdefault("ts", float(ts))
+    data = "\n".join(json.dumps(doc, ensure_ascii=False) for doc in stream).encode()
+
+    def run(chunk: int) -> tuple[str, dict[str, int]]:
+        config = FingerprintConfig(segmenter="jieba")
+        state = open_state(None, config, MatchSettings(retention=retention))
+        out, errors = io.StringIO(), io.StringIO()
+        counts = scan_stream(state, iter_lines(io.BytesIO(data)), out, errors, chunk=chunk)
+        return out.getvalue(), dict(counts)
+
+    chunked, one = run(512), run(1)
+    assert chunked == one
+    assert one[1]["near_duplicate"] + one[1]["duplicate"] >= 8 and one[1]["rejected"] == 1

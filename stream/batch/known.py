@@ -13,6 +13,7 @@ dict for a scan without ``--state``, in RocksDB (``ids/`` in the state directory
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,9 +40,11 @@ class KnownDocuments:
 
             self._db = Rdict(str(path), Options(raw_mode=True))
 
-    def place(self, fp: Fingerprint, fresh: Order, detector: Detector) -> Placed:
+    def place(self, fp: Fingerprint, fresh: Order, detector: Detector,
+              before_forget: Callable[[], None] | None = None) -> Placed:
         """Where to judge ``fp``: at its earlier order if this id was judged with this very fingerprint
-        (``again``), else at ``fresh`` (after removing an earlier version of the id from the index)."""
+        (``again``), else at ``fresh`` (after removing an earlier version of the id from the index;
+        ``before_forget`` runs first: a scan judges the documents it holds back before that)."""
         key = fp.doc_id.encode("utf-8", "surrogatepass")
         payload = fp.to_bytes()
         digest = mmh3.hash_bytes(payload)
@@ -49,6 +52,8 @@ class KnownDocuments:
         if stored is not None:
             if stored[_TS.size:] == digest:
                 return Placed((_TS.unpack_from(stored)[0], fp.doc_id), payload, True)
+            if before_forget is not None:
+                before_forget()
             detector.forget(fp.doc_id)  # a new version with nothing to index (empty) must not leave the old
         value = _TS.pack(fresh[0]) + digest
         if self._db is None:

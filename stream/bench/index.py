@@ -27,12 +27,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
 
+from stream.bench.common import commit, machine, pyplot, stamp
 from stream.index import BlockIndex
+
+if TYPE_CHECKING:
+    from stream.bench.index_product import ProductRow
 
 K = 3
 HOT_BLOCK = 0xBEEF  # the shared top block of the skewed distribution (same for data and queries)
@@ -338,18 +344,30 @@ def _ints(text: str) -> list[int]:
 @click.option("--variants", default="split,batch,nosplit", show_default=True,
               help="Our variants: split (one call per document), batch (query_many/insert_many), nosplit.")
 @click.option("--batch", default=1024, show_default=True, help="Documents per call of the batch variant.")
+@click.option("--product-sizes", default="120000", show_default=True,
+              help="Stream sizes of the product rows (Detector, fingerprints with bands and payloads; '' to skip).")
+@click.option("--product-distributions", default="skewed", show_default=True)
+@click.option("--product-variants", default="probe_many,probe", show_default=True,
+              help="probe_many (batches: the product's path) and/or probe (one call per document).")
+@click.option("--product-batch", default=512, show_default=True, help="Documents per probe_many call.")
+@click.option("--near", default=0.05, show_default=True, help="Share of near copies in the product stream.")
 @click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path))
 def command(
     sizes: str, queries: int, distributions: str, peer_max: int, peer_seconds: float, peer_min_queries: int,
-    sweep: str, sweep_size: int, min_split: int | None, variants: str, batch: int, out: Path,
+    sweep: str, sweep_size: int, min_split: int | None, variants: str, batch: int, product_sizes: str,
+    product_distributions: str, product_variants: str, product_batch: int, near: float, out: Path,
 ) -> None:
-    """Block index vs no re-splitting vs simhash.SimhashIndex: latency, candidates, disk bytes."""
+    """Block index vs no re-splitting vs simhash.SimhashIndex: latency, candidates, disk bytes; and the
+    product's path (Detector.probe_many on disk) on a stream with near copies, beside the peer."""
     out.mkdir(parents=True, exist_ok=True)
     tmp_root = out / "tmp"
     rows: list[Row] = []
 
     def log(message: str) -> None:
         click.echo(message, err=True)
+
+    product = run_product_rows(product_sizes, product_distributions, product_variants, product_batch, near, queries,
+                               tmp_root, peer_seconds, peer_min_queries, log)
 
     for n in _ints(sizes):
         for distribution in distributions.split(","):
@@ -372,8 +390,68 @@ def command(
     sweep_rows = skew_sweep(fractions, sweep_size, queries, tmp_root, peer=sweep_size <= peer_max, log=log)
     shutil.rmtree(tmp_root, ignore_errors=True)
     print_table(rows)
-    (out / "results.json").write_text(
-        json.dumps({"k": K, "rows": [asdict(r) for r in rows], "skew_sweep": sweep_rows}, indent=2)
-    )
-    plot(rows, sweep_rows, out)
-    click.echo(f"saved {out / 'results.json'}, {out / 'latency_vs_n.png'}, {out / 'candidates_vs_skew.png'}")
+    print_product(product)
+    (out / "results.json").write_text(json.dumps({
+        "k": K, "machine": machine(), "commit": commit(), "peer": f"simhash {version('simhash')} (SimhashIndex)",
+        "rows": [asdict(r) for r in rows], "skew_sweep": sweep_rows, "product": [asdict(r) for r in product],
+    }, indent=2))
+    if rows or sweep_rows:
+        plot(rows, sweep_rows, out)
+    if product:
+        plot_product(product, out)
+    charts = ([out / "latency_vs_n.png", out / "candidates_vs_skew.png"] if rows or sweep_rows else [])
+    charts += [out / "product.png"] if product else []
+    click.echo(f"saved {out / 'results.json'}" + "".join(f", {chart}" for chart in charts))
+
+
+def run_product_rows(sizes: str, distributions: str, variants: str, batch: int, near: float, queries: int,
+                     tmp_root: Path, peer_seconds: float, peer_min_queries: int,
+                     log: Callable[[str], None]) -> list[ProductRow]:
+    from stream.bench.index_product import product_rows
+    from stream.bench.streams import stream
+
+    out: list[ProductRow] = []
+    for n in _ints(sizes):
+        for distribution in distributions.split(","):
+            log(f"product stream {distribution} N={n:,}: making fingerprints (~0.5 ms each)")
+            fps = stream(distribution, n, near=near)
+            rows = product_rows(distribution, fps, fingerprints(distribution, queries, seed=2),
+                                variants.split(","), batch, near, tmp_root, peer_seconds, peer_min_queries)
+            for row in rows:
+                log(f"product {distribution} N={n:,} {row.variant}: {row.us_per_doc:.1f} us/doc "
+                    f"(tail {row.tail_us_per_doc:.1f}), {row.matched_docs} matched")
+            out += rows
+    return out
+
+
+def print_product(rows: list[ProductRow]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="the product's path: Detector on disk, k = 3, 24 band tables, payloads, near copies "
+                        "(peer in RAM)")
+    for col in ("dist", "N", "variant", "batch", "q+i us", "tail", "cpu us", "matched", "candidates", "B/doc"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(r.distribution, f"{r.n:,}", r.variant, str(r.batch), f"{r.us_per_doc:.1f}",
+                      "-" if r.tail_us_per_doc != r.tail_us_per_doc else f"{r.tail_us_per_doc:.1f}",
+                      "-" if r.cpu_us_per_doc != r.cpu_us_per_doc else f"{r.cpu_us_per_doc:.1f}",
+                      f"{r.matched_docs:,}", f"{r.candidates:,}",
+                      "-" if r.disk_bytes_per_doc is None else f"{r.disk_bytes_per_doc:.0f}")
+    Console(width=160).print(table)
+
+
+def plot_product(rows: list[ProductRow], out: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4))
+    labels = [f"{r.variant} ({r.distribution} {r.n // 1000}k)" for r in rows]
+    ax.barh(labels, [r.us_per_doc for r in rows], color=["grey" if r.variant == "peer" else "tab:blue" for r in rows])
+    ax.axvline(25, color="red", ls="--", lw=1, label="target: 25 us per document")
+    ax.set_xscale("log")
+    ax.set_xlabel("query + insert, us per document (wall clock; ours on disk with verification)")
+    ax.set_title("the product's path vs simhash.SimhashIndex")
+    ax.legend(loc="lower right")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig, {"simhash": version("simhash")})
+    fig.savefig(out / "product.png", dpi=110)
+    plt.close(fig)

@@ -1,20 +1,23 @@
 """Detector: probe the block table, verify every candidate against its stored sketch, insert.
 
 ``probe`` is partition-local (the streaming service calls it once per Kafka partition that owns
-some of the document's block keys, with ``tables`` naming them); ``dedup scan`` calls it once with
-all tables. Each indexed document's serialized Fingerprint (with its sketch) is the payload of its
-index record, so the query that finds a candidate also returns what verifies it (index format 3).
+some of the document's block keys, with ``tables`` naming them); ``probe_many`` is the same over a
+batch of documents in one index call (``dedup scan`` probes its input in chunks with all tables).
+Each indexed document's serialized Fingerprint (with its sketch) is the payload of its index record,
+so the query that finds a candidate also returns what verifies it (index format 3).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Sequence
 
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint
+from stream.fingerprint.fingerprinter import serialized_bands
 from stream.fingerprint.similarity import Overlap, overlap
-from stream.index import BlockIndex
+from stream.index import BlockIndex, IndexHit
+from stream.index.batch import BatchBands
 
 # Containment rule defaults (docs/detect.md, "Decisions"): a pair whose similarity is below the
 # threshold is still reported, as "contained", when at least this share of the shorter document's
@@ -74,16 +77,62 @@ class Detector:
         if order[1] != fp.doc_id:
             raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
         bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
+        matches = self._verified(fp, order, self.index.query(fp.simhash, bands, tables=tables, once=self.once), {})
+        if insert:
+            self.insert(fp, order, tables, fp_bytes)
+        return matches
+
+    def probe_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order],
+                   tables: Sequence[Collection[int] | None] | None = None, insert: bool = True,
+                   fp_bytes: Sequence[bytes | None] | None = None) -> list[list[Match]]:
+        """``probe`` of each document in order, in one batch call of the index
+        (``BlockIndex.query_insert_many``): the same matches and the same index as that loop, each
+        document seeing the ones before it in the batch (with ``insert``). ``tables[i]`` restricts
+        document i as ``probe``'s ``tables`` does; ``fp_bytes[i]``: ``fps[i].to_bytes()`` when the
+        caller has it. Empty fingerprints get no match and are not indexed, as in ``probe``."""
+        if not len(fps) == len(orders) == (len(fps) if tables is None else len(tables)):
+            raise ValueError(f"{len(fps)} fingerprints, {len(orders)} orders"
+                             + ("" if tables is None else f", {len(tables)} table sets"))
+        for fp, order in zip(fps, orders, strict=True):
+            if order[1] != fp.doc_id and not fp.empty:  # as probe, which returns for an empty one first
+                raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
+        live = [i for i, fp in enumerate(fps) if not fp.empty]
+        docs = [fps[i] for i in live]
+        given = [None] * len(fps) if fp_bytes is None else fp_bytes
+        payloads = [raw if (raw := given[i]) is not None else fp.to_bytes() for i, fp in zip(live, docs, strict=True)]
+        chosen = None if tables is None else [tables[i] for i in live]
+        simhashes = [fp.simhash for fp in docs]
+        bands: BatchBands | None = serialized_bands(payloads, self.index.bands)
+        if bands is None:  # documents with no or other bands: the index says which is wrong
+            bands = [tuple(fp.bands) for fp in docs]
+        if insert:
+            hits = self.index.query_insert_many(simhashes, [fp.doc_id for fp in docs], [orders[i][0] for i in live],
+                                                bands, chosen, payloads, once=self.once)
+        else:
+            hits = self.index.query_many(simhashes, bands, chosen, once=self.once)
+        # candidates from this batch are verified against the fingerprints in hand, not decoded again:
+        # their hits carry the very payload objects passed in (alive until the call returns)
+        batch_fps = {id(payload): fp for payload, fp in zip(payloads, docs, strict=True)}
+        out: list[list[Match]] = [[] for _ in fps]
+        for i, fp, found in zip(live, docs, hits, strict=True):
+            if found:
+                out[i] = self._verified(fp, orders[i], found, batch_fps)
+        return out
+
+    def _verified(self, fp: Fingerprint, order: Order, hits: Iterable[IndexHit],
+                  known: dict[int, Fingerprint]) -> list[Match]:
+        """The hits that pass verification (``relation``) and the retention rule, as ``probe`` finds
+        them; ``known``: fingerprints by the id of their payload object, not decoded again."""
         matches = []
         seen = 0
         retention = self.retention
-        for hit in self.index.query(fp.simhash, bands, tables=tables, once=self.once):
+        for hit in hits:
             if hit.doc_id == fp.doc_id or not hit.payload:  # itself (a redelivery); not the detector's
                 continue
             if retention is not None and abs(hit.ts - order[0]) > retention:
                 continue
             seen += 1
-            other = fingerprint_of(hit.payload)
+            other = known.get(id(hit.payload)) or fingerprint_of(hit.payload)
             ov = overlap(fp, other, fp.spec, self.mu)
             kind = relation(ov, self.threshold, self.containment_threshold, self.containment_min_shingles)
             if kind is not None:
@@ -92,8 +141,6 @@ class Detector:
                                      (hit.ts, hit.doc_id), exact=fp.content_hash == other.content_hash,
                                      simhash=other.simhash, containment=ov.containment, relation=kind))
         self.candidates += seen
-        if insert:
-            self.insert(fp, order, tables, fp_bytes)
         return matches
 
     def insert(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
@@ -103,6 +150,11 @@ class Detector:
             return
         payload = fp_bytes if fp_bytes is not None else fp.to_bytes()
         self.index.insert(fp.simhash, fp.doc_id, order[0], tuple(fp.bands), tables=tables, payload=payload)
+
+    def detect_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order]) -> list[Verdict]:
+        """``detect`` of each document in order (``probe_many``)."""
+        matches = self.probe_many(fps, orders)
+        return [build_verdict(fp, order, found) for fp, order, found in zip(fps, orders, matches, strict=True)]
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))

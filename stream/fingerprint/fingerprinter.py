@@ -8,6 +8,7 @@ Steps: HTML main-content extraction when needed -> normalization -> (a) segmenta
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,19 @@ class Fingerprint:
         return cls(doc_id=texts[1], simhash=sim, content_hash=chash, sketch=sketch,
                    bands=bands, schema=texts[0], spec=spec,
                    side=sketches[1], empty=bool(flags & 1), short_grams=sketches[2])
+
+
+def serialized_bands(raws: Sequence[bytes], bands: int) -> np.ndarray | None:
+    """The LSH bands of serialized fingerprints (``Fingerprint.to_bytes``) as an ``(n, bands, 2)``
+    uint64 array of (value, extension), read from the bytes without decoding them (~0.1 us per
+    fingerprint against ~3 us from ``Fingerprint.bands``' Python ints); None unless every one has
+    ``bands`` bands."""
+    count = bands.to_bytes(2, "little")
+    start, stop = _HEAD.size, _HEAD.size + 16 * bands
+    if any(raw[_HEAD.size - 2 : _HEAD.size] != count for raw in raws):
+        return None
+    flat = np.frombuffer(b"".join(raw[start:stop] for raw in raws), dtype="<u8")
+    return flat.astype(np.uint64).reshape(len(raws), bands, 2)
 
 
 class Fingerprinter:

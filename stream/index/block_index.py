@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
+from stream.index.bandmap import BandMap
 from stream.index.batch import BatchCalls
 from stream.index.kernels import as_signed, within, within_tables
 from stream.index.records import (
@@ -35,7 +36,7 @@ from stream.index.records import (
     record_tail,
     ts_key,
 )
-from stream.index.schemes import BlockScheme, LshBand, SimhashBlocks, Source
+from stream.index.schemes import SimhashBlocks, Source
 from stream.index.stats import IndexStats, StatsRecorder
 from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore
 from stream.index.table import (
@@ -54,8 +55,8 @@ MAX_TABLES = 0xFC  # table ids must stay below the record namespaces
 STATS_EVERY = 512  # mutations between stats checkpoints
 # 2: simhash entries keep a 32-bit filter instead of the whole rest; 3: records keep a payload; 4: the
 # filter keeps 24 bits (SimhashBlocks.FILTER_BITS); 5: sub-buckets are not stored, a split bucket keeps
-# each entry once with its whole rest (table.py)
-FORMAT_VERSION = 5
+# each entry once with its whole rest (table.py); 6: band tables are not stored (bandmap.py)
+FORMAT_VERSION = 6
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents; docs/index.md
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # chosen by measurement: docs/index.md "Minimum split size"
@@ -125,17 +126,17 @@ class BlockIndex(BatchCalls):
         self.cache.complete = fresh and (self._owns_store or sole_writer)
         if root_filter and not (self._owns_store or sole_writer):
             raise ValueError("root_filter needs a store nothing else writes (sole_writer=True)")
-        schemes: list[BlockScheme] = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
-        schemes += [LshBand() for _ in range(bands)]
+        simhash = [SimhashBlocks(bits, k, block) for block in range(k + 1)]
+        # the SimHash tables 0..k; the band tables k+1..k+bands are the band map (bandmap.py)
         self.tables: list[BucketTable] = [
             BucketTable(t, scheme, self._kv, self.cache, self._stats, self.policy, self._fingerprints_of)
-            for t, scheme in enumerate(schemes)
+            for t, scheme in enumerate(simhash)
         ]
+        self.band_map = BandMap()
         # The common probe (SimHash tables only, every root cached and unsplit; _roots) and insert
         # work from these instead of calls into the tables: per table (key prefix, block shift, block
         # mask, key bytes) and (rest shift, low mask, kept mask, payload bytes) as in
         # SimhashBlocks.top/payload, and the filter masks for within_tables.
-        simhash = [scheme for scheme in schemes[: k + 1] if isinstance(scheme, SimhashBlocks)]
         self._root_spec = tuple(
             (bytes([t]), scheme.low, scheme.block_mask, scheme.top_len) for t, scheme in enumerate(simhash)
         )
@@ -174,7 +175,8 @@ class BlockIndex(BatchCalls):
         self._all_tables = frozenset(range(k + 1 + bands))
         self._simhash_tables = frozenset(range(k + 1))
         self._simhash_order = tuple(range(k + 1))
-        self._mask_len = (len(self.tables) + 7) // 8
+        self._table_count = k + 1 + bands
+        self._mask_len = (self._table_count + 7) // 8
         self._masks: dict[frozenset[int], bytes] = {}
         self._tables_of_mask: dict[int, frozenset[int]] = {}  # _decode_record's inverse of _masks
         raw_handle = self._kv.get(META_NS + b"handle")
@@ -185,8 +187,11 @@ class BlockIndex(BatchCalls):
         self._memo: tuple[int, object, list[tuple[BucketTable, list[Leaf], Source]]] | None = None
         # the last bands tuple and its int pairs (_band_pairs)
         self._bands_memo: tuple[object, tuple[tuple[int, int], ...]] | None = None
-        if root_filter:  # empty for a fresh store: then it keeps the shortcut once the cache evicts
-            self.cache.root_filter = RootFilter() if self.cache.complete else self._existing_roots()
+        self._band_ids = np.arange(k + 1, k + 1 + bands, dtype=np.int64)
+        if not fresh and (root_filter or bands):  # derived state from the records that are there
+            self._read_records(root_filter)
+        elif root_filter:  # a fresh store: empty, it keeps the shortcut once the cache evicts
+            self.cache.root_filter = RootFilter()
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -246,31 +251,27 @@ class BlockIndex(BatchCalls):
         if not 0 <= fingerprint < self._limit:
             self._check_fingerprint(fingerprint)
         once_in: frozenset[int] | None = None  # the tables a query(once=True) answers for
+        band: dict[int, list[int]] = {}
+        band_pairs: tuple[tuple[int, int], ...] = ()
         if bands or tables is not None:
             band_pairs = self._band_pairs(bands) if bands else ()
             used = self._tables_for(tables, band_pairs)
-            probe = self._probe(fingerprint, band_pairs, used)
+            probe = self._probe(fingerprint, used)
             if once and tables is not None:
                 once_in = used
+            if band_pairs:
+                band = self._band_candidates(band_pairs, used)
         else:
             found = self._roots(fingerprint)
             if found is not None:  # the common query: one compiled call filters the k + 1 roots
                 return self._filter_roots(fingerprint, found)
-            probe = self._probe(fingerprint, (), self._simhash_tables)
+            probe = self._probe(fingerprint, self._simhash_tables)
         # Simhash candidates pass a filter on the bits their entries keep (a lower bound of the
         # distance); the records fetched for the hits' doc ids then give the exact distance.
         near: set[int] = set()
-        band: set[int] = set()
-        simhash_total = band_total = 0
-        band_probed = False
+        simhash_total = 0
         k = self.k
         for table, leaves, _ in probe:
-            if table.kind == "band":
-                band_probed = True
-                for leaf in leaves:
-                    band.update(leaf.bucket.handles)
-                    band_total += len(leaf.bucket.handles)
-                continue
             root_query = as_signed(fingerprint & table.filter_mask)
             for leaf in leaves:
                 bucket = leaf.bucket
@@ -286,12 +287,24 @@ class BlockIndex(BatchCalls):
                     stored = bucket.handles
                     near.update([stored[i] for i in out[:count].tolist()])
         candidates = self._stats.candidates
-        if band_probed:
-            candidates["band"].add(band_total)
+        if band_pairs:
+            candidates["band"].add(len(band))
         candidates["simhash"].add(simhash_total)
         if not near and not band:
             return []
-        return self._hits(fingerprint, near, band, once_in)
+        return self._hits(fingerprint, near, band, once_in, band_values=band_pairs)
+
+    def _band_candidates(self, band_pairs: tuple[tuple[int, int], ...], used: frozenset[int]) -> dict[int, list[int]]:
+        """Handle -> band columns under whose tag the band map holds it, for the band tables in ``used``."""
+        columns = [t - self.k - 1 for t in sorted(used) if t > self.k]
+        if not columns:
+            return {}
+        values = np.fromiter((band_pairs[c][0] for c in columns), dtype=np.uint64, count=len(columns))
+        where, found = self.band_map.find_many(self._band_ids[columns], values)
+        band: dict[int, list[int]] = {}
+        for q, handle in zip(where.tolist(), found.tolist(), strict=True):
+            band.setdefault(handle, []).append(columns[q])
+        return band
 
     def first_shared(self, a: int, b: int) -> int | None:
         """The lowest SimHash table whose block ``a`` and ``b`` share (None if none: distance > k)."""
@@ -314,7 +327,7 @@ class BlockIndex(BatchCalls):
         self._stats.candidates["simhash"].add(packed >> 32)
         if not count:
             return []
-        return self._hits(fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, set())
+        return self._hits(fingerprint, {found[p >> 32].handles[p & 0xFFFFFFFF] for p in out[:count].tolist()}, {})
 
     def _room(self, count: int) -> np.ndarray:
         """The compiled filters' output buffer, grown (to twice what is asked) to hold ``count``."""
@@ -322,15 +335,22 @@ class BlockIndex(BatchCalls):
             self._positions = np.empty(2 * count, dtype=np.int64)
         return self._positions
 
-    def _hits(self, fingerprint: int, near: set[int], band: set[int],
-              once_in: frozenset[int] | None = None) -> list[IndexHit]:
-        """Hits from the handles that passed the SimHash filter (``near``) or share a band bucket;
-        ``once_in``: the query's tables, for ``query(once=True)``."""
+    def _hits(self, fingerprint: int, near: Collection[int], band: dict[int, list[int]],
+              once_in: frozenset[int] | None = None, records: dict[int, bytes | None] | None = None,
+              band_values: Sequence[tuple[int, int]] = ()) -> list[IndexHit]:
+        """Hits from the handles that passed the SimHash filter (``near``) or that the band map holds
+        under the tag of the query's band in some columns (``band``: handle -> columns; the record
+        settles whether the value itself is shared, ``band_values``); ``once_in``: the query's
+        tables, for ``query(once=True)``; ``records``: the records by handle if the caller read
+        them (a batch reads all of its hits' records at once)."""
         k = self.k
         head = RECORD_HEAD.size + self._mask_len
         unpack = RECORD_HEAD.unpack_from
-        handles = list(near | band)
-        raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
+        handles = list(set(near) | band.keys()) if band else list(near)
+        if records is None:
+            raw = self._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
+        else:
+            raw = [records[h] for h in handles]
         hits = []
         for handle, value in zip(handles, raw, strict=True):
             if value is None:  # an entry left without its record by a crash cut (see table._partition)
@@ -339,7 +359,7 @@ class BlockIndex(BatchCalls):
             distance = (stored ^ fingerprint).bit_count()
             if distance <= k and handle in near:
                 via = "simhash"
-            elif handle in band:
+            elif handle in band and _shares_band(value, head, n, band[handle], band_values):
                 via = "band"
             else:  # passed the filter only on the bits the entries keep
                 continue
@@ -350,27 +370,27 @@ class BlockIndex(BatchCalls):
         hits.sort(key=lambda hit: (hit.distance, hit.doc_id))
         return hits
 
-    def _probe(
-        self, fingerprint: int, bands: tuple[tuple[int, int], ...], used: frozenset[int]
-    ) -> list[tuple[BucketTable, list[Leaf], Source]]:
-        """The leaves each used table reaches; memoized until the next mutation, so the usual
+    def _probe(self, fingerprint: int, used: frozenset[int]) -> list[tuple[BucketTable, list[Leaf], Source]]:
+        """The leaves each used SimHash table reaches; memoized until the next mutation, so the usual
         query-then-insert of one document descends once."""
         memo = self._memo
-        if memo is not None and memo[0] == self._version and memo[1] == (fingerprint, bands, used):
+        if memo is not None and memo[0] == self._version and memo[1] == (fingerprint, used):
             return memo[2]
         probe: list[tuple[BucketTable, list[Leaf], Source]] = []
         k = self.k
         cache_get = self.cache.get
         for t in self._simhash_order if used is self._simhash_tables else sorted(used):
+            if t > k:
+                continue
             table = self.tables[t]
-            source = (fingerprint, 0) if t <= k else bands[t - k - 1]
+            source = (fingerprint, 0)
             root = table.root_key(source)
             bucket = cache_get(root)
             if bucket is not None and not bucket.split:  # the common case, without the general descent
                 probe.append((table, [Leaf(root, bucket, (), None)], source))
             else:
                 probe.append((table, table.leaves(source), source))
-        self._memo = (self._version, (fingerprint, bands, used), probe)
+        self._memo = (self._version, (fingerprint, used), probe)
         return probe
 
     def _roots(self, fingerprint: int) -> list[Bucket] | None:
@@ -453,31 +473,36 @@ class BlockIndex(BatchCalls):
         self._check_fingerprint(fingerprint)
         band_pairs = tuple((int(v), int(e)) for v, e in bands)
         used = self._tables_for(None, band_pairs)
-        return [(t, self.tables[t].routing_key(self._source(t, fingerprint, band_pairs))) for t in sorted(used)]
+        return [(t, self.tables[t].routing_key((fingerprint, 0)) if t <= self.k
+                 else bytes([t]) + band_pairs[t - self.k - 1][0].to_bytes(8, "big")) for t in sorted(used)]
 
-    def _existing_roots(self) -> RootFilter:
-        """The top-level buckets of every stored record: one scan of the records, then numpy per
-        table over their fingerprints, masks and band values (the record layout, _encode_record)."""
-        fps, masks, band_rows = [], [], []
+    def _read_records(self, root_filter: bool) -> None:
+        """The state derived from the records of a store that is not empty: the band map, and the
+        root filter if asked for. One scan of the records, then numpy per table over their handles,
+        fingerprints, masks and band values (the record layout, _encode_record)."""
+        handles, fps, masks, band_rows = [], [], [], []
         head, mask_end, width = RECORD_HEAD.size, RECORD_HEAD.size + self._mask_len, 16 * self.bands
         empty = bytes(width)
-        for _, value in self._kv.scan_prefix(HANDLE_NS):
+        for key, value in self._kv.scan_prefix(HANDLE_NS):
             fingerprint, _, n = RECORD_HEAD.unpack_from(value)
+            handles.append(int.from_bytes(key[1:], "big"))
             fps.append(fingerprint)
             masks.append(int.from_bytes(value[head:mask_end], "little"))
             band_rows.append(value[mask_end : mask_end + width] if n & ~PAYLOAD_FLAG else empty)
-        roots = RootFilter()
-        fp_array, mask_array = np.array(fps, dtype=np.uint64), np.array(masks, dtype=np.uint64)
+        handle_array, fp_array = np.array(handles, dtype=np.uint64), np.array(fps, dtype=np.uint64)
+        mask_array = np.array(masks, dtype=np.uint64)
         pairs = np.frombuffer(b"".join(band_rows), dtype=">u8").astype(np.uint64).reshape(len(fps), 2 * self.bands)
-        for t, table in enumerate(self.tables):
+        roots = RootFilter() if root_filter else None
+        self.band_map = BandMap(capacity=len(fps) * self.bands)
+        for t in range(self._table_count):
             has = ((mask_array >> np.uint64(t)) & np.uint64(1)).astype(bool)
-            if t <= self.k:
-                _, low, block_mask, _ = self._root_spec[t]
-                tops = (fp_array[has] >> np.uint64(low)) & np.uint64(block_mask)
-            else:  # a band table's top is its band value (LshBand.top)
-                tops = pairs[has, 2 * (t - self.k - 1)]
-            roots.add_tops(t, table.scheme.top_len, tops)
-        return roots
+            if t > self.k:  # a band table: its values (a record without bands has no band table)
+                values = pairs[has, 2 * (t - self.k - 1)]
+                self.band_map.add_many(np.full(len(values), t, dtype=np.int64), values, handle_array[has])
+            elif roots is not None:
+                _, low, block_mask, top_len = self._root_spec[t]
+                roots.add_tops(t, top_len, (fp_array[has] >> np.uint64(low)) & np.uint64(block_mask))
+        self.cache.root_filter = roots
 
     def lookup_keys(self, handle_key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
         """The expiry and doc-id keys of a stored record (``handle_key`` = HANDLE_NS + handle, as a
@@ -545,9 +570,6 @@ class BlockIndex(BatchCalls):
             raise ValueError(f"unknown table ids {sorted(chosen - self._all_tables)}")
         return chosen & available
 
-    def _source(self, t: int, fingerprint: int, bands: tuple[tuple[int, int], ...]) -> Source:
-        return (fingerprint, 0) if t <= self.k else bands[t - self.k - 1]
-
     def _allocate_handle(self) -> int:
         handle = self._next_handle
         self._next_handle += 1
@@ -577,13 +599,15 @@ class BlockIndex(BatchCalls):
                 rest = ((fingerprint >> above) << low) | (fingerprint & low_mask)  # SimhashBlocks.payload
                 puts.append((key + entry_tail, (rest & kept_mask).to_bytes(size, "big")))
         else:
-            touched = self._probe(fingerprint, record.bands, tables)
+            touched = self._probe(fingerprint, tables)
             for table, leaves, source in touched:
                 # one entry per table, at the top-level bucket; whole once it is split (table.py)
                 if leaves[0].path:
                     puts.append((table.root_key(source) + entry_tail, table.scheme.whole_payload(fingerprint, source)))
                 else:
                     puts.append((leaves[0].key + entry_tail, table.scheme.payload(fingerprint, source)))
+        if record.bands and tables is not self._simhash_tables:  # before the record can be read
+            self._map_bands(handle, record.bands, tables, self.band_map.add_many)
         puts.append((HANDLE_NS + hb, self._encode_record(record)))
         if id_key is not None:  # a new document (else: more tables for an indexed one)
             puts += lookup_puts(hb, record.ts, id_key)
@@ -597,7 +621,6 @@ class BlockIndex(BatchCalls):
         # k + 1 leaves per insert): the same arithmetic as BucketCache.grew and LevelCounter.resize
         # for a +1 step. Splits wait until every table is updated.
         cache = self.cache
-        cached = cache.buckets
         stats = self._stats
         min_split = self.policy.min_split
         grown = 0
@@ -616,28 +639,48 @@ class BlockIndex(BatchCalls):
                     big.append((self.tables[t], Leaf(key, bucket, (), None), (fingerprint, 0)))
             grown = len(roots)
         for table, leaves, source in touched:
-            if leaves[0].path:  # below a split: its split nodes keep every entry of their subtree
-                table.added_below_split(source, handle, fingerprint)
-            masked = fingerprint & table.filter_mask
-            levels = stats.levels[table.kind]
-            for leaf in leaves:
-                bucket = leaf.bucket
-                bucket.handles.append(handle)
-                bucket.fps.append(fingerprint & table.scheme.leaf_mask(leaf.path) if leaf.path else masked)
-                if leaf.key in cached:  # an evicted leaf's object no longer counts
-                    grown += 1
-                size = len(bucket.handles)
-                level = len(leaf.path)
-                if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
-                    levels[level].entries += 1
-                else:
-                    stats.resize(table.kind, level, size - 1, size)
-                if size >= min_split:
-                    big.append((table, leaf, source))
+            grown += self._append_to_leaves(table, leaves, source, handle, fingerprint, big)
         if grown:
             cache.grew_entries(grown)
         for table, leaf, source in big:
             table.maybe_split(leaf, source)
+
+    def _append_to_leaves(self, table: BucketTable, leaves: list[Leaf], source: Source, handle: int, fingerprint: int,
+                          big: list[tuple[BucketTable, Leaf, Source]]) -> int:
+        """Mirror a written entry into the leaves its descent reached (and the split nodes above them)
+        and the level counters; adds the leaves that reach ``min_split`` to ``big``. Returns how many
+        cached leaves grew (``BucketCache.grew_entries``, left to the caller)."""
+        if leaves[0].path:  # below a split: its split nodes keep every entry of their subtree
+            table.added_below_split(source, handle, fingerprint)
+        cached = self.cache.buckets
+        stats = self._stats
+        min_split = self.policy.min_split
+        masked = fingerprint & table.filter_mask
+        levels = stats.levels[table.kind]
+        grown = 0
+        for leaf in leaves:
+            bucket = leaf.bucket
+            bucket.handles.append(handle)
+            bucket.fps.append(fingerprint & table.scheme.leaf_mask(leaf.path) if leaf.path else masked)
+            if leaf.key in cached:  # an evicted leaf's object no longer counts
+                grown += 1
+            size = len(bucket.handles)
+            level = len(leaf.path)
+            if level < len(levels) and size & (size - 1):  # a +1 step that stays in its size bin
+                levels[level].entries += 1
+            else:
+                stats.resize(table.kind, level, size - 1, size)
+            if size >= min_split:
+                big.append((table, leaf, source))
+        return grown
+
+    def _map_bands(self, handle: int, bands: tuple[tuple[int, int], ...], tables: frozenset[int],
+                   change: Callable[[np.ndarray, np.ndarray, np.ndarray], None]) -> None:
+        """Add (``BandMap.add_many``) or remove the document's entries in the band tables of ``tables``."""
+        columns = [t - self.k - 1 for t in sorted(tables) if t > self.k]
+        if columns:
+            values = np.fromiter((bands[c][0] for c in columns), dtype=np.uint64, count=len(columns))
+            change(self._band_ids[columns], values, np.full(len(columns), handle, dtype=np.uint64))
 
     def _delete_handle(self, raw_handle: bytes, record: Record | None) -> None:
         # Commit order again (see _add): entries and expiry key first, the doc id, the record last,
@@ -646,15 +689,17 @@ class BlockIndex(BatchCalls):
         handle = int.from_bytes(raw_handle, "big")
         touched = []
         if record is not None:
-            for t in sorted(record.tables):
+            for t in sorted(record.tables & self._simhash_tables):
                 table = self.tables[t]
-                source = self._source(t, record.fingerprint, record.bands)
+                source = (record.fingerprint, 0)
                 leaves = table.leaves(source)
                 deletes.append(table.root_key(source) + ENTRY_TAG + raw_handle)
                 touched.append((table, source, leaves))
             deletes += [key for key, _ in lookup_puts(raw_handle, record.ts, doc_key(record.doc_id))]
         deletes.append(HANDLE_NS + raw_handle)
         self._kv.write_batch((), deletes)
+        if record is not None and record.bands:
+            self._map_bands(handle, record.bands, record.tables, self.band_map.remove_many)
         for table, source, leaves in touched:
             table.removed(source, leaves, handle)
         if record is not None:
@@ -711,7 +756,7 @@ class BlockIndex(BatchCalls):
         bands = tuple(zip(flat[::2], flat[1::2], strict=True))
         tables = self._tables_of_mask.get(mask)
         if tables is None:
-            tables = self._tables_of_mask[mask] = frozenset(t for t in range(len(self.tables)) if mask >> t & 1)
+            tables = self._tables_of_mask[mask] = frozenset(t for t in range(self._table_count) if mask >> t & 1)
         payload, pos = record_tail(value, pos, n)  # from the end of the mask, past the bands
         return Record(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
 
@@ -728,4 +773,13 @@ class BlockIndex(BatchCalls):
         self._dirty = 0
 
 
+def _shares_band(record: bytes, head: int, n: int, columns: list[int], query: Sequence[tuple[int, int]]) -> bool:
+    """Whether the record (bands from ``head``, ``n`` of them + PAYLOAD_FLAG) has the query's band
+    value in one of ``columns`` (``pack_bands``: big-endian value then extension per band)."""
+    count = n & ~PAYLOAD_FLAG
+    return any(c < count and int.from_bytes(record[head + 16 * c : head + 16 * c + 8], "big") == query[c][0]
+               for c in columns)
+
+
 __all__ = ["HANDLE_LEN", "BlockIndex", "IndexHit"]
+

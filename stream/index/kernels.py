@@ -86,14 +86,15 @@ def pairs_within(fps, k, out):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def bucket_growth(blocks, before, min_split, bins):  # type: ignore[no-untyped-def]
-    """The level-0 counters' change when a batch appends one entry per document to each of its root
-    buckets. ``blocks[t, i]``: document i's block value in table t; ``before[i, t]``: that bucket's
-    size before the batch. A bucket taking several entries counts once, from its size before to its
-    size after (the first document's ``before``). Adds each size bin's change to ``bins[b]`` (bin =
-    ``size.bit_length()``, as ``LevelCounter``); returns the number of buckets that were empty and the
-    positions ``t << 32 | i`` (i: the bucket's first document) of the buckets reaching ``min_split``.
-    One call per batch: numpy's unique and bin counts per table cost ~1.6 us per document at 1M."""
+def bucket_growth(blocks, before, use, min_split, bins):  # type: ignore[no-untyped-def]
+    """The level-0 counters' change when a batch appends one entry per document to each of the root
+    buckets it uses. ``blocks[t, i]``: document i's block value in table t; ``use[t, i]``: whether it
+    appends there; ``before[i, t]``: that bucket's size before the batch. A bucket taking several
+    entries counts once, from its size before to its size after (its first document's ``before``).
+    Adds each size bin's change to ``bins[b]`` (bin = ``size.bit_length()``, as ``LevelCounter``);
+    returns the number of buckets that were empty and the positions ``t << 32 | i`` (i: the bucket's
+    first document) of the buckets reaching ``min_split``. One call per batch: numpy's unique and bin
+    counts per table cost ~1.6 us per document at 1M."""
     tables, n = blocks.shape
     big = np.empty(tables * n, dtype=np.int64)
     found = 0
@@ -102,12 +103,21 @@ def bucket_growth(blocks, before, min_split, bins):  # type: ignore[no-untyped-d
         order = np.argsort(blocks[t], kind="mergesort")  # stable: a group starts at its first document
         g = 0
         while g < n:
-            first = order[g]
             end = g + 1
-            while end < n and blocks[t, order[end]] == blocks[t, first]:
+            while end < n and blocks[t, order[end]] == blocks[t, order[g]]:
                 end += 1
+            first = -1
+            added = 0
+            for q in range(g, end):
+                if use[t, order[q]]:
+                    added += 1
+                    if first < 0:
+                        first = order[q]
+            g = end
+            if not added:
+                continue
             old = before[first, t]
-            new = old + (end - g)
+            new = old + added
             if old == 0:
                 new_buckets += 1
             old_bin = 0
@@ -122,5 +132,4 @@ def bucket_growth(blocks, before, min_split, bins):  # type: ignore[no-untyped-d
             if new >= min_split:
                 big[found] = (t << 32) | first
                 found += 1
-            g = end
     return new_buckets, big[:found]

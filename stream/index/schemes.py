@@ -5,8 +5,6 @@ A *scheme* turns a document's key source into
 - for a split bucket, the sub-keys the entry moves to (``groups`` of them, one per group j),
 - a compact per-entry payload from which the fingerprint (and the source, for later splits) comes back.
 
-Two kinds live in one block table:
-
 ``SimhashBlocks`` (seeds 000/001): the f-bit fingerprint is cut into k + 1 blocks of near-equal width;
 by the pigeonhole principle two fingerprints within Hamming distance k agree exactly on at least one
 block, so looking up the query's block in each of the k + 1 tables finds every neighbour (lossless).
@@ -17,11 +15,7 @@ matches one sub-block exactly: every entry goes to all k + 1 sub-buckets (one pe
 query descends into the k + 1 sub-buckets of its own sub-blocks; the split stays lossless. It recurses
 while at least k + 1 bits remain (each sub-block needs one bit).
 
-``LshBand`` (MinHash LSH, from the fingerprinting layer): the band value is the bucket key. A hot band
-bucket re-splits "by adding rows": level L's sub-key is the L-th 16-bit MinHash row of the band's
-``extension`` (4 rows). This is LOSSY by design: two documents that collide on the band but differ on
-the added row are no longer candidates of each other (exactly as if the band had r + L rows, which is
-the point: a hot band bucket means the band was too loose for this data).
+The LSH band tables are not buckets: they live in memory (bandmap.py).
 """
 
 from __future__ import annotations
@@ -31,9 +25,9 @@ from typing import Protocol
 
 import numpy as np
 
-# Descent state below a bucket: (remaining value, remaining bits) for SimHash, (extension, level) for bands.
+# Descent state below a bucket: (remaining value, remaining bits).
 State = tuple[int, int]
-# A document's key source in one table: (fingerprint, 0) for SimHash, (band value, extension) for bands.
+# A document's key source in one table: (fingerprint, 0).
 Source = tuple[int, int]
 
 U64 = np.uint64
@@ -111,6 +105,10 @@ class BlockScheme(Protocol):
     def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         """``root_state(source_of(top, p))[0]`` of whole payloads, as uint64: what a split top-level
         bucket keeps per entry to deal its entries into sub-buckets (table.py)."""
+        ...
+
+    def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
+        """``root_state((fp, 0))[0]`` of whole fingerprints (uint64 arrays), for a split's entries."""
         ...
 
     def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,6 +221,13 @@ class SimhashBlocks:
         pad = b"\x00" * (8 - self.whole_len)
         return np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
 
+    def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
+        low, width = self.low, self.width  # remove_bits, on arrays
+        below = fps & U64((1 << low) - 1)
+        if low + width >= 64:  # numpy shifts by >= 64 are undefined; nothing lies above the top block
+            return below
+        return ((fps >> U64(low + width)) << U64(low)) | below
+
     def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
         low, width = _group_layout(aux, self.k + 1)[group]  # as child, on arrays
         values = (rests >> U64(low)) & U64((1 << width) - 1)
@@ -231,58 +236,3 @@ class SimhashBlocks:
 
     def leaf_mask(self, path: tuple[int, ...]) -> int:
         return self._all_mask if path else self.filter_mask
-
-
-class LshBand:
-    """One MinHash LSH band table: key = band value; re-split by the extension's 16-bit rows (lossy)."""
-
-    kind = "band"
-    top_len = 8
-    ROWS = 4  # extension rows available for re-splitting (stream.fingerprint.bands.EXTENSION_ROWS)
-    ROW_BITS = 16
-    payload_len = whole_len = 16  # fingerprint (for .distance) + extension (for later splits)
-    filter_mask = (1 << 64) - 1
-    exact = True
-    fingerprint_is_source = False  # the extension rows are in the payload only
-
-    def top(self, source: Source) -> bytes:
-        return source[0].to_bytes(8, "big")
-
-    def root_state(self, source: Source) -> State:
-        return source[1], 0
-
-    def groups(self, state: State) -> int:
-        return 1 if state[1] < self.ROWS else 0
-
-    def child(self, state: State, group: int) -> tuple[bytes, State]:
-        extension, level = state
-        row = (extension >> (self.ROW_BITS * level)) & ((1 << self.ROW_BITS) - 1)
-        return row.to_bytes(2, "big"), (extension, level + 1)
-
-    def payload(self, fingerprint: int, source: Source) -> bytes:
-        return fingerprint.to_bytes(8, "big") + source[1].to_bytes(8, "big")
-
-    def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
-        if not payloads:
-            return np.zeros(0, dtype=U64)
-        return np.frombuffer(b"".join(p[:8] for p in payloads), dtype=">u8").astype(U64)
-
-    def source_of(self, top: bytes, payload: bytes) -> Source:
-        return int.from_bytes(top, "big"), int.from_bytes(payload[8:16], "big")
-
-    def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
-        if not payloads:
-            return np.zeros(0, dtype=U64)
-        return np.frombuffer(b"".join(p[8:16] for p in payloads), dtype=">u8").astype(U64)
-
-    def child_values(self, rests: np.ndarray, aux: int, group: int) -> tuple[np.ndarray, np.ndarray]:
-        return (rests >> U64(self.ROW_BITS * aux)) & U64((1 << self.ROW_BITS) - 1), rests
-
-    def whole_payload(self, fingerprint: int, source: Source) -> bytes:
-        return self.payload(fingerprint, source)
-
-    def decode_whole(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
-        return self.decode(top, payloads)
-
-    def leaf_mask(self, path: tuple[int, ...]) -> int:
-        return self.filter_mask

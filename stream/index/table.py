@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream.index import batch_keys
 from stream.index.schemes import BlockScheme, Source, State
 from stream.index.stats import StatsRecorder
 from stream.index.store import KVStore
@@ -100,27 +101,59 @@ class SplitBucket(Bucket):
     objects each): at Zipf 1M they did not fit the read cache, which then rebuilt and evicted
     whole subtrees on every query (docs/index.md, "Session 14")."""
 
-    __slots__ = ("aux", "markers", "rests", "values")
+    __slots__ = ("aux", "markers", "rests", "sorted", "values")
 
     def __init__(self, aux: int = 0) -> None:
         super().__init__(split=True)
         self.rests = array("Q")
-        self.aux = aux  # the state's second part at this node (SimHash: bits left; band: rows used)
+        self.aux = aux  # the state's second part at this node (SimHash: bits left)
         self.markers: set[bytes] | None = None
         # per group: (buffer, count): the sub-key value of each of the first count entries (new ones
         # are valued when the next deal needs them, into a buffer that doubles): a deal compares one
         # small array instead of recomputing every entry's value (docs/index.md, "Sessions 14-15")
         self.values: dict[int, tuple[np.ndarray, int]] = {}
+        # per group: (entry positions in value order, their values, count): ``matching``'s index of
+        # the first count entries; later ones are compared directly until a re-sort
+        self.sorted: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
 
     def add(self, handle: int, fingerprint: int, rest: int) -> None:
         self.handles.append(handle)
         self.fps.append(fingerprint)
         self.rests.append(rest)
 
+    def add_many(self, handles: np.ndarray, fingerprints: np.ndarray, rests: np.ndarray) -> None:
+        """``add`` of each (uint64 arrays), at once."""
+        self.handles.frombytes(handles.astype(np.uint64).tobytes())
+        self.fps.frombytes(fingerprints.astype(np.uint64).tobytes())
+        self.rests.frombytes(rests.astype(np.uint64).tobytes())
+
     def _delete_at(self, i: int) -> None:
         super()._delete_at(i)
         del self.rests[i]
         self.values.clear()  # positions moved
+        self.sorted.clear()
+
+    def matching(self, scheme: BlockScheme, group: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query positions q, entry positions e) with entry e's sub-key value in ``group`` equal to
+        ``values[q]``: the sub-bucket each query value names, for many at once, without dealing it.
+        Binary search in a sorted index of the entries, re-sorted once a quarter of them came later."""
+        column = self.group_values(scheme, group)
+        n = len(column)
+        order, ordered, upto = self.sorted.get(group, (_NO_POSITIONS, _NO_VALUES, 0))
+        if n - upto > max(64, upto // 4):
+            order = np.argsort(column, kind="stable")
+            ordered, upto = column[order], n
+            self.sorted[group] = (order, ordered, upto)
+        values = values.astype(column.dtype)
+        low = np.searchsorted(ordered, values, side="left")
+        counts = np.searchsorted(ordered, values, side="right") - low
+        queries = np.repeat(np.arange(len(values)), counts)
+        offsets = np.arange(len(queries)) - np.repeat(np.cumsum(counts) - counts, counts)
+        entries = order[np.repeat(low, counts) + offsets]
+        if upto < n:  # the entries added since the sort
+            q, later = np.nonzero(values[:, None] == column[None, upto:n])
+            queries, entries = np.concatenate([queries, q]), np.concatenate([entries, later + upto])
+        return queries, entries
 
     def group_values(self, scheme: BlockScheme, group: int) -> np.ndarray:
         """Every entry's sub-key value in ``group`` (uint16 when they fit), valuing new entries."""
@@ -142,6 +175,7 @@ class SplitBucket(Bucket):
 
 
 _NO_VALUES = np.zeros(0, dtype=np.uint16)  # read only: any value makes a new buffer
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)
 
 
 def _take(values: array, positions: np.ndarray) -> array:
@@ -153,13 +187,13 @@ def _take(values: array, positions: np.ndarray) -> array:
 
 class RootFilter:
     """Which top-level buckets may exist in the store beyond the cache: one bit per table and block
-    value, blocks wider than ``BITS`` hashed onto their low bits (a band value is a hash already).
+    value, blocks wider than ``BITS`` hashed onto their low bits.
     A clear bit is certain (no scan), a set one may be a false positive (a scan that finds nothing,
     as without the filter). Built from an existing store's records on open (``BlockIndex``), or from
     the cache when a complete one first evicts; then every top-level bucket the cache loads sets its
     bit, so one evicted later is still found."""
 
-    BITS = 20  # 128 KiB per band table (2^16 bits for a 16-bit SimHash block)
+    BITS = 20  # 128 KiB per table of blocks that wide (2^16 bits for a 16-bit SimHash block)
 
     def __init__(self) -> None:
         self._maps: dict[int, tuple[bytearray, int]] = {}  # table id -> (bitmap, block mask)
@@ -244,6 +278,7 @@ class BucketCache:
         self._entries = 0
         self.hits = 0
         self.misses = 0
+        self.evictions = 0  # calls of _evict: a batch knows whether buckets it resolved may have left
 
     def __len__(self) -> int:
         return len(self.buckets)
@@ -308,6 +343,23 @@ class BucketCache:
         if evict:
             self.settle()
 
+    def add_empty_roots(self, table_id: int, values: list[int]) -> list[Bucket]:
+        """Cache a new, empty top-level bucket for each block value of a table with slots: what
+        ``put`` of each does, at once (a batch of new documents meets ~2 new roots each at 120k)."""
+        slots, states = self.roots[table_id], self.root_states[table_id]
+        assert slots is not None and states is not None, "a table with slots"
+        prefix, top_len = bytes([table_id]), self.top_lens[table_id] - 1
+        self.clock += 1
+        made = [Bucket() for _ in values]
+        for value, bucket in zip(values, made, strict=True):
+            bucket.used = self.clock
+            self.buckets[prefix + value.to_bytes(top_len, "big")] = bucket
+            slots[value] = bucket
+        states[values] = ROOT_LEAF
+        self.misses += len(values)
+        self.settle()
+        return made
+
     def settle(self) -> None:
         """Evict down to the bound if the cache is over it."""
         if self.size_bytes > self.max_bytes:
@@ -338,6 +390,14 @@ class BucketCache:
         if subtree is not None:
             subtree.discard(key)
 
+    def drop_dealt(self, root: bytes) -> None:
+        """Forget the leaf sub-buckets dealt below top-level bucket ``root`` (its split nodes stay):
+        a batch added entries to the split nodes without them (split_batch.py)."""
+        subtree = self.subtrees.get(root)
+        if subtree:
+            for key in [key for key in subtree if not self.buckets[key].split]:
+                self._forget_dealt(key, root)
+
     def clear(self) -> None:
         self.complete = False
         self.buckets.clear()
@@ -361,6 +421,7 @@ class BucketCache:
             states[value] = ROOT_ABSENT if bucket is None else ROOT_SPLIT if bucket.split else ROOT_LEAF
 
     def _evict(self) -> None:
+        self.evictions += 1
         target = self.max_bytes * self.EVICT_TO
         top_lens = self.top_lens
         dealt = self.dealt
@@ -405,7 +466,7 @@ class SplitPolicy:
     split if size >= min_split and (size > (1 + mu) x mean size of its level, or size > cap)
     and the split does not make queries dearer: for a query drawn from the bucket's own entries the
     expected candidates after it, sum over sub-buckets of size^2 / size, stay within
-    (1 + 1/groups) x size (a one-group band split must lower them).
+    (1 + 1/groups) x size (a one-group split must lower them).
 
     Without that guard a cluster of identical or near-identical fingerprints (templated or empty
     documents) would be copied into every sub-bucket at every level, (k + 1)^levels times, without
@@ -439,14 +500,23 @@ class Leaf:
         self.state = state  # None until needed (computing it costs; most leaves never split)
 
 
-# sub-bucket key -> (its new leaf, [(handle, fingerprint masked by the leaf's mask)])
-Children = dict[bytes, tuple[Leaf, list[tuple[int, int]]]]
+@dataclass
+class Partition:
+    """A leaf's entries dealt into the sub-buckets of a split (``BucketTable._partition``)."""
+
+    rewrites: list[tuple[bytes, bytes]]  # whole payloads of a top-level split's entries
+    orphans: list[bytes]  # entry keys without a record, to delete
+    node: SplitBucket  # what replaces the leaf
+    sizes: list[np.ndarray]  # per group, the sub-buckets' sizes
+    big: list[Leaf]  # the sub-buckets of at least min_split entries, filled: they may split again
+    size: int  # entries (orphans left out)
+
 # handles (HANDLE_LEN bytes each) -> their documents' whole fingerprints (None: no record)
 Resolver = Callable[[list[bytes]], list[int | None]]
 
 
 class BucketTable:
-    """One table of the block index (SimHash block t, or one LSH band) over a shared store and cache."""
+    """One SimHash table of the block index (block t) over a shared store and cache."""
 
     def __init__(
         self,
@@ -633,19 +703,19 @@ class BucketTable:
         groups = self.scheme.groups(state)
         if groups == 0:
             return 0
-        rewrites, orphans, children, node = self._partition(leaf, groups)
-        size = len(bucket.handles) - len(orphans)
+        part = self._partition(leaf, groups)
+        size = part.size
         # Expected candidates after the split for a query drawn from the bucket's own entries.
-        expected = sum(len(entries) ** 2 for _, entries in children.values()) / max(size, 1)
-        # One group (a band adding a row) must shrink something; k + 1 groups get the slack below.
+        expected = sum(float((counts.astype(np.float64) ** 2).sum()) for counts in part.sizes) / max(size, 1)
+        # One group must shrink something; k + 1 groups get the slack below.
         limit = (1.0 + 1.0 / groups) * size if groups > 1 else size - 1
         if expected > limit:
             bucket.refused_at = self.cache.refused[leaf.key] = size
             self.stats.refused[self.kind] += 1
             return 0
-        self._write_split(leaf, rewrites, orphans, children, node)
+        self._write_split(leaf, part)
         splits = 1
-        for child_leaf, _ in children.values():
+        for child_leaf in part.big:  # the others are below min_split: no split to consider
             splits += self.maybe_split(child_leaf, source)
         return splits
 
@@ -655,72 +725,73 @@ class BucketTable:
             state = self.scheme.child(state, group)[1]
         return state
 
-    def _entries_of(self, leaf: Leaf) -> tuple[list[tuple[int, Source, int]], list[bytes]]:
-        """The leaf's entries as (handle, source, whole fingerprint), and the keys of entries without a
-        document record (to delete)."""
+    def _entries_of(self, leaf: Leaf) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+        """The leaf's entries as (handles, whole fingerprints), uint64 arrays, and the keys of entries
+        without a document record (to delete)."""
         scheme, bucket = self.scheme, leaf.bucket
         if leaf.path and scheme.fingerprint_is_source:
             # below a split the cached fingerprints are whole (leaf_mask), and they are the source
-            return [(h, (fp, 0), fp) for h, fp in zip(bucket.handles, bucket.fps, strict=True)], []
+            return (np.frombuffer(bucket.handles, dtype=np.uint64).copy(),
+                    np.frombuffer(bucket.fps, dtype=np.uint64).copy(), [])
         root = leaf.key[: self._root_len]
         scanned = list(self.store.scan_prefix(root + ENTRY_TAG))
         if leaf.path:  # this leaf's entries among the split top-level bucket's (whole payloads)
             wanted = set(bucket.handles)
             scanned = [(key, payload) for key, payload in scanned
                        if len(payload) == scheme.whole_len and int.from_bytes(key[-HANDLE_LEN:], "big") in wanted]
-        handles = [int.from_bytes(key[-HANDLE_LEN:], "big") for key, _ in scanned]
-        top = root[1:]
+        handles = np.array([int.from_bytes(key[-HANDLE_LEN:], "big") for key, _ in scanned], dtype=np.uint64)
         if scheme.exact or leaf.path:
-            fps = scheme.decode_whole(top, [payload for _, payload in scanned]).tolist()
-            sources = [scheme.source_of(top, payload) for _, payload in scanned]
-            return list(zip(handles, sources, fps, strict=True)), []
+            return handles, scheme.decode_whole(root[1:], [payload for _, payload in scanned]), []
         if self.resolve is None:
             raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
-        entries, orphans = [], []
-        for (key, _), handle, whole in zip(scanned, handles, self.resolve([k[-HANDLE_LEN:] for k, _ in scanned]),
-                                           strict=True):
-            if whole is None:
-                # An entry without a document record: left by a changelog prefix cut inside an insert
-                # whose redelivery took a new handle. Nothing can reach it any more: drop it.
-                orphans.append(key)
-            else:
-                entries.append((handle, (whole, 0), whole))
-        return entries, orphans
+        wholes = self.resolve([key[-HANDLE_LEN:] for key, _ in scanned])
+        # An entry without a document record: left by a changelog prefix cut inside an insert whose
+        # redelivery took a new handle. Nothing can reach it any more: drop it.
+        orphans = [key for (key, _), whole in zip(scanned, wholes, strict=True) if whole is None]
+        live = np.array([whole is not None for whole in wholes], dtype=np.bool_)
+        fps = np.array([whole or 0 for whole in wholes], dtype=np.uint64)
+        return handles[live] if len(handles) else handles, fps[live] if len(fps) else fps, orphans
 
-    def _partition(
-        self, leaf: Leaf, groups: int
-    ) -> tuple[list[tuple[bytes, bytes]], list[bytes], Children, SplitBucket]:
-        """The leaf's entries assigned to their sub-bucket in every group, with what ``_write_split``
-        writes besides the marker (the whole payloads of a top-level split, unless its payloads are
-        whole already, and the orphan entries to delete) and the split node that replaces the leaf."""
+    def _partition(self, leaf: Leaf, groups: int) -> Partition:
+        """The leaf's entries dealt into their sub-buckets in every group, at once (numpy): the split
+        node that replaces the leaf, the sub-buckets' sizes, the sub-buckets big enough to split
+        again (filled), and what ``_write_split`` writes besides the marker (the whole payloads of a
+        top-level split, unless its payloads are whole already, and the orphan entries to delete)."""
         scheme = self.scheme
-        entries, orphans = self._entries_of(leaf)
-        rewrites = []
-        if not leaf.path and not scheme.exact:
-            entry_prefix = leaf.key + ENTRY_TAG
-            rewrites = [(entry_prefix + handle_bytes(handle), scheme.whole_payload(fingerprint, source))
-                        for handle, source, fingerprint in entries]
+        handles, fps, orphans = self._entries_of(leaf)
         assert leaf.state is not None, "maybe_split sets it"
-        node = SplitBucket(leaf.state[1])
-        children: Children = {}
-        for handle, source, fingerprint in entries:
-            state = self._state_at(source, leaf.path)
-            node.add(handle, fingerprint, state[0])
-            for group in range(groups):
-                value, child_state = scheme.child(state, group)
-                child_key = sub_key(leaf.key, group, value)
-                child = children.get(child_key)
-                if child is None:
-                    path = (*leaf.path, group)
-                    child = children[child_key] = (Leaf(child_key, Bucket(), path, child_state), [])
-                child[1].append((handle, fingerprint & scheme.leaf_mask(child[0].path)))
-        return rewrites, orphans, children, node
+        aux = leaf.state[1]
+        rests = scheme.fingerprint_rests(fps)
+        below_aux = scheme.root_state((0, 0))[1]
+        for group in leaf.path:  # the descent state's rest at this leaf, for every entry
+            rests = scheme.child_values(rests, below_aux, group)[1]
+            below_aux = scheme.child((0, below_aux), group)[1][1]
+        rewrites: list[tuple[bytes, bytes]] = []
+        if not leaf.path and not scheme.exact:
+            keys = batch_keys.rows(batch_keys.concat(leaf.key + ENTRY_TAG, batch_keys.big_endian(handles, HANDLE_LEN)))
+            rewrites = list(zip(keys, batch_keys.rows(batch_keys.big_endian(rests, scheme.whole_len)), strict=True))
+        node = SplitBucket(aux)
+        node.add_many(handles, fps, rests)
+        sizes, big = [], []
+        for group in range(groups):
+            values, below = scheme.child_values(rests, aux, group)
+            distinct, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+            sizes.append(counts)
+            value_bytes, (_, child_aux) = scheme.child((0, aux), group)
+            for d in np.flatnonzero(counts >= self.policy.min_split).tolist():
+                at = np.flatnonzero(inverse == d)
+                key = sub_key(leaf.key, group, int(distinct[d]).to_bytes(len(value_bytes), "big"))
+                child = Bucket()
+                child.handles = array("Q", handles[at].tobytes())
+                child.fps = array("Q", fps[at].tobytes())  # whole below a split (scheme.leaf_mask)
+                big.append(Leaf(key, child, (*leaf.path, group), (int(below[at[0]]), child_aux)))
+        return Partition(rewrites, orphans, node, sizes, big, len(handles))
 
-    def _write_split(self, leaf: Leaf, rewrites: list[tuple[bytes, bytes]], orphans: list[bytes],
-                     children: Children, node: SplitBucket) -> None:
+    def _write_split(self, leaf: Leaf, part: Partition) -> None:
         # Commit order (a changelog may replay a prefix): the whole payloads, then the marker; any
         # prefix without the marker is the unsplit bucket (decode reads either payload).
-        self.store.write_batch([*rewrites, (leaf.key + SPLIT_TAG, b"")], orphans)
+        self.store.write_batch([*part.rewrites, (leaf.key + SPLIT_TAG, b"")], part.orphans)
+        node = part.node
         level = len(leaf.path)
         self.stats.resize(self.kind, level, len(leaf.bucket), 0)
         self.stats.splits[self.kind] += 1
@@ -733,9 +804,8 @@ class BucketTable:
         # else: the top-level bucket left the cache; its next load reads the marker
         self.cache.put(leaf.key, node)
         leaf.bucket = node
-        # the children are filled for the statistics and the recursive splits, but not cached: a
-        # descent deals them from the node when it reaches them (SplitBucket)
-        for child_leaf, entries in children.values():
-            for handle, fingerprint in entries:
-                child_leaf.bucket.append(handle, fingerprint)
-            self.stats.resize(self.kind, level + 1, 0, len(child_leaf.bucket))
+        # the sub-buckets count in the statistics, but are not cached: a descent deals them from the
+        # node when it reaches them (SplitBucket)
+        for counts in part.sizes:
+            bins = np.bincount(np.ceil(np.log2(counts + 1)).astype(np.int64), minlength=66)
+            self.stats.level(self.kind, level + 1).grow(int(counts.sum()), len(counts), bins)

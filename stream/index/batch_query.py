@@ -1,0 +1,229 @@
+"""The query half of a batch run (batch.py): every document against the index as it was before the
+run, then the pairs inside the run.
+
+SimHash: the k + 1 root buckets of every document come from the cache's slot lists; a split root
+is descended per document (``BucketTable.leaves``) and its leaves join the same filter pass; one numpy
+pass compares every candidate with its query (the buckets' arrays joined by ``bytes.join``, in C).
+Bands: one compiled call looks every (document, band) of the batch up in the band map. One multi-get
+reads the records of every hit.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import deque
+from collections.abc import Iterable
+from itertools import chain, repeat
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from stream.index import split_batch
+from stream.index.kernels import pairs_within
+from stream.index.records import HANDLE_NS, IndexHit
+from stream.index.table import ROOT_LEAF, Bucket, SplitBucket, handle_bytes
+
+if TYPE_CHECKING:
+    from stream.index.batch import Batch
+    from stream.index.block_index import BlockIndex
+
+_EMPTY = Bucket()  # an uncached root of a complete cache, or a table the document does not use (never written)
+_BUCKET_FPS = operator.attrgetter("fps")
+
+
+def answer_lists(n: int) -> list[list[IndexHit]]:
+    """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
+    runs when enough container objects are alive, and a young collection walks every young one.
+    Made here, the n lists start the collection before the batch's lists of cold root buckets exist;
+    made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
+    at 1M; docs/index.md, "Session 12")."""
+    return [[] for _ in range(n)]
+
+
+def query_run(index: BlockIndex, batch: Batch, first: int | None = None) -> list[list[IndexHit]]:
+    """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
+    run being inserted, its documents hold the handles from ``first`` on and are in the band map
+    already (``batch_insert.allocate``): each document's answer also gets the documents before it
+    in the run that its query will find once they are inserted (``query_insert_many``)."""
+    answers = answer_lists(len(batch))
+    near: dict[int, set[int]] = {}
+    band: dict[int, dict[int, list[int]]] = {}
+    run_band: set[tuple[int, int]] = set()
+    _simhash_candidates(index, batch, near)
+    if index.bands:
+        _band_candidates(index, batch, band, first, run_band)
+    _index_hits(index, batch, near, band, answers)
+    if first is not None:
+        add_run_pairs(index, batch, answers, run_band)
+    return answers
+
+
+def _index_hits(index: BlockIndex, batch: Batch, near: dict[int, set[int]], band: dict[int, dict[int, list[int]]],
+                answers: list[list[IndexHit]]) -> None:
+    """``answers[i]``: the hits of candidates ``near[i]`` and ``band[i]``, by one read of their records."""
+    if near or band:
+        found = sorted(set(chain.from_iterable(near.values())) | set(chain.from_iterable(band.values())))
+        raw = index._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in found])
+        records = dict(zip(found, raw, strict=True))
+        for i in sorted(near.keys() | band.keys()):
+            mates = band.get(i, {})
+            values = [(v, 0) for v in batch.values[i].tolist()] if mates else ()
+            answers[i] = index._hits(batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
+
+
+SplitRoots = dict[tuple[int, int], tuple[bytes, SplitBucket, list[int]]]
+
+
+def split_roots(index: BlockIndex, batch: Batch, t: int, positions: list[int],
+                column: list[Bucket | None]) -> SplitRoots:
+    """Of the documents at ``positions`` (each uses table t; ``column``: their cached roots by
+    position, None if not cached), those whose root is split, by root: (t, block) -> (root key,
+    root, documents). Uncached roots are loaded into ``column``."""
+    table = index.tables[t]
+    _, low, mask, _ = index._root_spec[t]
+    out: SplitRoots = {}
+    loaded: dict[int, Bucket] = {}  # once per bucket: a second load could make a second object
+    for i in positions:
+        bucket = column[i]
+        block = (batch.fps[i] >> low) & mask
+        if bucket is None:  # loads it (the cache may have let it go)
+            bucket = loaded.get(block)
+            if bucket is None:
+                bucket = loaded[block] = table.bucket(table.root_key((batch.fps[i], 0)))
+            column[i] = bucket
+        if bucket.split:
+            assert isinstance(bucket, SplitBucket)
+            out.setdefault((t, block), (table.root_key((batch.fps[i], 0)), bucket, []))[2].append(i)
+    return out
+
+
+def _root_columns(index: BlockIndex, batch: Batch) -> tuple[list[list[Bucket]], SplitRoots]:
+    """Per SimHash table the root bucket of each document (``_EMPTY`` where it uses no such table,
+    where the bucket is known empty or split), and the documents below split roots."""
+    assert index._root_slots is not None
+    cache = index.cache
+    columns: list[list[Bucket]] = []
+    below: SplitRoots = {}
+    for t, (slots, low, mask) in enumerate(index._root_slots):
+        blocks = (batch.array >> np.uint64(low)) & np.uint64(mask)
+        column = list(map(slots.__getitem__, blocks.tolist()))
+        states = cache.root_states[t]
+        assert states is not None  # a table with slots has them
+        odd = np.flatnonzero(~(batch.part[:, t] & (states[blocks] == ROOT_LEAF))).tolist()
+        if odd:
+            used = [i for i in odd if batch.part[i, t] and not (column[i] is None and cache.complete)]
+            below.update(split_roots(index, batch, t, used, column))
+            for i in odd:
+                bucket = column[i]
+                if bucket is None or bucket.split or not batch.part[i, t]:
+                    column[i] = _EMPTY
+        columns.append(column)  # type: ignore[arg-type]  # no None is left
+    return columns, below
+
+
+def _simhash_candidates(index: BlockIndex, batch: Batch, near: dict[int, set[int]]) -> None:
+    """Handles whose stored bits lie within k of each document (``near``), by one numpy pass over the
+    unsplit roots and one descent per split root (split_batch.py); the buckets' recency stamps and
+    the candidate statistics as ``query`` keeps them."""
+    columns, below = _root_columns(index, batch)
+    cache = index.cache
+    cache.clock += 1
+    for column in columns:
+        deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
+    n, tables = len(batch), len(columns)
+    cache.hits += n * tables
+    fps_columns = [list(map(_BUCKET_FPS, column)) for column in columns]
+    buckets = list(chain.from_iterable(zip(*fps_columns, strict=True)))  # document by document
+    lengths = np.fromiter(map(len, buckets), dtype=np.int64, count=len(buckets))
+    candidates = np.frombuffer(b"".join(buckets), dtype=np.uint64)
+    queries = (batch.array[:, None] & index._filter_masks[None, :]).ravel()  # as the entries keep them
+    sizes = lengths.reshape(n, tables).sum(axis=1)
+    hits = np.flatnonzero(np.bitwise_count(candidates ^ np.repeat(queries, lengths)) <= index.k)
+    if len(hits):
+        ends = np.cumsum(lengths)
+        bucket_of = np.searchsorted(ends, hits, side="right")  # (document, table) of each match
+        positions = (hits - (ends[bucket_of] - lengths[bucket_of])).tolist()
+        for b, position in zip(bucket_of.tolist(), positions, strict=True):
+            i, t = divmod(b, tables)
+            near.setdefault(i, set()).add(columns[t][i].handles[position])
+    for (t, _), (root_key, root, docs) in below.items():  # below split roots: leaves hold whole fps
+        at = np.array(docs, dtype=np.int64)
+        visits = split_batch.descend(index.tables[t], root_key, root, at, batch.array[at])
+        found, handles, counts = split_batch.candidates(index.tables[t], visits, batch.array, index.k)
+        sizes += counts
+        for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
+            near.setdefault(i, set()).add(handle)
+    index._stats.candidates["simhash"].add_many(sizes.tolist())
+
+
+def _band_candidates(index: BlockIndex, batch: Batch, band: dict[int, dict[int, list[int]]], first: int | None,
+                     run_band: set[tuple[int, int]]) -> None:
+    """Per document, handle -> the band columns under whose tag the band map holds it (``_hits``
+    checks the value in the record), for the band tables each document uses: one compiled call.
+    Handles from ``first`` on are the run's own documents: (i, j) into ``run_band`` for each
+    earlier document j that has document i's value in a band table both use."""
+    k = index.k
+    rows, cols = np.nonzero(batch.part[:, k + 1 :])
+    where, found = index.band_map.find_many(cols + (k + 1), batch.values[rows, cols])
+    docs, columns = rows[where], cols[where]
+    if first is not None:
+        own = found >= np.uint64(first)
+        i, j, c = docs[own], (found[own] - np.uint64(first)).astype(np.int64), columns[own]
+        keep = (j < i) & (batch.values[np.minimum(j, len(batch) - 1), c] == batch.values[i, c])
+        run_band.update(zip(i[keep].tolist(), j[keep].tolist(), strict=True))
+        docs, columns, found = docs[~own], columns[~own], found[~own]
+    totals = np.bincount(docs, minlength=len(batch))
+    for i, c, handle in zip(docs.tolist(), columns.tolist(), found.tolist(), strict=True):
+        band.setdefault(i, {}).setdefault(handle, []).append(c)
+    probed = batch.part[:, k + 1 :].any(axis=1)
+    index._stats.candidates["band"].add_many(totals[probed].tolist())
+
+
+def add_run_pairs(index: BlockIndex, batch: Batch, answers: list[list[IndexHit]],
+                  shared_band: set[tuple[int, int]]) -> None:
+    """Add to ``answers[i]`` the documents j < i of the run that its query finds once they are
+    inserted: within k on a SimHash table both use and where they share the block, or sharing a
+    band value in a band table both use (``shared_band``); ``once`` as ``_hits`` applies it."""
+    if len(batch) < 2:
+        return
+    k = index.k
+    out = index._positions
+    count = pairs_within(batch.array, k, out)
+    if count > len(out):  # more pairs than room: again, with room
+        out = index._room(count)
+        pairs_within(batch.array, k, out)
+    close = [(p >> 32, p & 0xFFFFFFFF) for p in out[:count].tolist()]
+    changed = set()
+    for i, j in chain(close, shared_band.difference(close)):
+        hit = _run_hit(index, batch, i, j, (i, j) in shared_band)
+        if hit is not None:
+            answers[i].append(hit)
+            changed.add(i)
+    for i in changed:
+        answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
+
+
+def _run_hit(index: BlockIndex, batch: Batch, i: int, j: int, band: bool) -> IndexHit | None:
+    fps = batch.fps
+    distance = (fps[i] ^ fps[j]).bit_count()
+    k = index.k
+    if distance <= k and _share_simhash_block(index, batch, i, j):
+        via = "simhash"
+    elif band:
+        via = "band"
+    else:
+        return None
+    once_in = batch.once[i]
+    if once_in is not None and distance <= k and index.first_shared(fps[j], fps[i]) not in once_in:
+        return None
+    return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
+
+
+def _share_simhash_block(index: BlockIndex, batch: Batch, i: int, j: int) -> bool:
+    """Whether a SimHash table that both documents use has them in one bucket (a pair within k
+    shares a block by pigeonhole, so with every table used the answer is yes)."""
+    if batch.all_simhash:
+        return True
+    differ = batch.fps[i] ^ batch.fps[j]
+    both: Iterable[int] = np.flatnonzero(batch.part[i, : index.k + 1] & batch.part[j, : index.k + 1]).tolist()
+    return any(not (differ >> index._root_spec[t][1]) & index._root_spec[t][2] for t in both)
