@@ -31,7 +31,7 @@ from typing import Any
 from stream.detect import MAX_MATCHES, Detector, MatchSettings, Order, differences, verdict_of
 from stream.detect.detector import fingerprint_of
 from stream.errors import ConfigError, DocumentError, StorageError
-from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint import Document, Fingerprint, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.document import DELETE
 from stream.fingerprint.schema import schema_changes
 from stream.index import BlockIndex, MemoryStore
@@ -304,8 +304,7 @@ class ProbeStage:
                 touched[partition] = detector
                 buffers.append(buffered)
             before = detector.candidates
-            for item in items:
-                self._probe(partition, detector, item, out)
+            self._probe_items(partition, detector, items, out)
             # per message, not per probe: a counter's inc takes a lock (~2% of a worker's samples)
             metrics.PROBES.inc(len(items))
             metrics.CANDIDATES.inc(detector.candidates - before)
@@ -326,44 +325,60 @@ class ProbeStage:
             buffered.drain()
         return out
 
-    def _probe(self, partition: int, detector: Detector, item: ProbeItem, out: dict[int, list[GatherEntry]]) -> None:
-        """One document in one partition: an answer for its own gather partition, a revision for each
-        canonically later match. A failure before the insert dead-letters the document (its round
-        then never completes: the dead letter is its outcome); the insert itself must not fail."""
-        n = self.topics.partitions
-        if item.delete or not item.tables:  # a deletion, or a document with nothing to index here
-            found = detector.forget(item.doc)
-            if item.delete:
-                metrics.DELETES.labels("removed" if found else "absent").inc()
-            out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
-            return
-        try:
-            fp = fingerprint_of(item.fp)
-            order = self._place(detector, item)
-            matches = detector.probe(fp, order, tables=item.tables, insert=False)
-        except Exception as exc:
-            if is_fault(exc):
-                raise
-            source = item.header.source if item.header else _source_of_round(item.round)
-            self.dead.send(exc, "probe", source, item.doc.encode(), None)
-            return
-        detector.insert(fp, order, tables=item.tables, fp_bytes=item.fp)
-        self._newest[partition] = max(self._newest.get(partition, order[0]), order[0])
-        header = None if item.header is None else replace(item.header, order=order, simhash=fp.simhash,
-                                                          schema=fp.schema)
-        earlier = [m for m in matches if m.order < order]
-        answers = out[doc_partition(item.doc, n)]
-        for start in range(0, max(1, len(earlier)), ANSWER_CHUNK):  # pieces that fit a message
-            last = start + ANSWER_CHUNK >= len(earlier)
-            answers.append(Answer(item.doc, item.round, partition, earlier[start : start + ANSWER_CHUNK],
-                                  header if start == 0 else None, final=last))
-        exact_of = {m.id: m.exact for m in matches}
-        for m in matches:
-            if m.order > order:
-                mine = replace(m, id=item.doc, order=order, exact=exact_of[m.id], simhash=fp.simhash)
-                out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
-                metrics.REVISIONS.inc()
+    def _probe_items(self, partition: int, detector: Detector, items: Sequence[ProbeItem],
+                     out: dict[int, list[GatherEntry]]) -> None:
+        """The items of one partition in order: runs of documents go to the index in one batch call
+        (``Detector.probe_many``: each sees the ones before it); a deletion, a document with nothing to
+        index here, or an id already in the run ends the run, so every item sees the index as the loop
+        over them would."""
+        run: list[tuple[ProbeItem, Fingerprint, Order]] = []
+        ids: set[str] = set()
+        for item in items:
+            if item.delete or not item.tables or item.doc in ids:
+                self._probe_run(partition, detector, run, out)
+                run, ids = [], set()
+            if item.delete or not item.tables:  # a deletion, or a document with nothing to index here
+                found = detector.forget(item.doc)
+                if item.delete:
+                    metrics.DELETES.labels("removed" if found else "absent").inc()
+                out[doc_partition(item.doc, self.topics.partitions)].append(
+                    Answer(item.doc, item.round, partition, [], item.header))
+                continue
+            try:  # what can fail for one document alone: it is dead-lettered, its round never completes
+                run.append((item, fingerprint_of(item.fp), self._place(detector, item)))
+                ids.add(item.doc)
+            except Exception as exc:
+                if is_fault(exc):
+                    raise
+                source = item.header.source if item.header else _source_of_round(item.round)
+                self.dead.send(exc, "probe", source, item.doc.encode(), None)
+        self._probe_run(partition, detector, run, out)
 
+    def _probe_run(self, partition: int, detector: Detector, run: Sequence[tuple[ProbeItem, Fingerprint, Order]],
+                   out: dict[int, list[GatherEntry]]) -> None:
+        """Query and index a run of documents in one call; an answer for each one's gather partition and
+        a revision for each canonically later match. A failure inside the call is not one document's:
+        the index may be half-written, so it stops the worker (``app.fatal``) and a restart rebuilds it."""
+        if not run:
+            return
+        all_matches = detector.probe_many([fp for _, fp, _ in run], [order for _, _, order in run],
+                                          [item.tables for item, _, _ in run], fp_bytes=[item.fp for item, _, _ in run])
+        n = self.topics.partitions
+        for (item, fp, order), matches in zip(run, all_matches, strict=True):
+            self._newest[partition] = max(self._newest.get(partition, order[0]), order[0])
+            header = None if item.header is None else replace(item.header, order=order, simhash=fp.simhash,
+                                                              schema=fp.schema)
+            earlier = [m for m in matches if m.order < order]
+            answers = out[doc_partition(item.doc, n)]
+            for start in range(0, max(1, len(earlier)), ANSWER_CHUNK):  # pieces that fit a message
+                last = start + ANSWER_CHUNK >= len(earlier)
+                answers.append(Answer(item.doc, item.round, partition, earlier[start : start + ANSWER_CHUNK],
+                                      header if start == 0 else None, final=last))
+            for m in matches:
+                if m.order > order:
+                    mine = replace(m, id=item.doc, order=order, simhash=fp.simhash)
+                    out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
+                    metrics.REVISIONS.inc()
 
     @staticmethod
     def _place(detector: Detector, item: ProbeItem) -> Order:
