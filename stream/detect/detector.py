@@ -4,7 +4,7 @@
 some of the document's block keys, with ``tables`` naming them); ``probe_many`` is the same over a
 batch of documents in one index call (``dedup scan`` probes its input in chunks with all tables).
 Each indexed document's serialized Fingerprint (with its sketch) is the payload of its index record,
-so the query that finds a candidate also returns what verifies it (index format 3).
+so the query that finds a candidate also returns what verifies it.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def relation(ov: Overlap, threshold: float, containment_threshold: float, min_sh
     return None
 
 # Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
-# documents candidates again and again (docs/service.md, "Probe stage"). Keyed by the payload's
+# documents candidates again and again (docs/detect.md, "Decisions"). Keyed by the payload's
 # bytes: a replaced document has other bytes, so it is never served stale. The service decodes the
 # fingerprints of the documents it probes through the same cache: a document probed moments ago is
 # often the next one's candidate.
@@ -63,8 +63,8 @@ class Detector:
         self.containment_threshold = containment_threshold
         self.containment_min_shingles = containment_min_shingles
         # once: the caller probes a document's tables in disjoint groups (the service's partitions);
-        # a candidate within distance k is verified and reported by one group only (BlockIndex.query).
-        # Near-duplicate clusters collide in every table, and were verified in every partition.
+        # a candidate within distance k is verified and reported by one group only (BlockIndex.query):
+        # near-duplicate clusters collide in every table, and would be verified in every partition.
         self.once = once
         self.candidates = 0  # running totals, for statistics
         self.verified = 0

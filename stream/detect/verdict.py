@@ -55,7 +55,7 @@ class Match:
 
     @classmethod
     def from_wire(cls, w: list[Any]) -> Match:
-        """Also reads the shorter forms written before the later fields (simhash 0; containment 0, similar)."""
+        """Also reads the shorter six- and seven-field forms (simhash 0; containment 0, relation similar)."""
         return cls(str(w[0]), int(w[1]), float(w[2]), (float(w[3]), str(w[4])), bool(w[5]),
                    int(w[6]) if len(w) > 6 else 0, float(w[7]) if len(w) > 8 else 0.0,
                    str(w[8]) if len(w) > 8 else SIMILAR)

@@ -1,4 +1,4 @@
-"""MinHash LSH bands: the loose-candidate keys of the block table.
+"""MinHash LSH bands (Indyk & Motwani 1998, as banding): the loose-candidate keys of the block table.
 
 A band is r consecutive MinHash rows; two documents collide in a band with probability J^r, and
 in at least one of b bands with 1 - (1 - J^r)^b. With b = 16, r = 5: 0.998 at J = 0.8, 0.95 at

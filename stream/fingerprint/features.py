@@ -253,7 +253,7 @@ def _idf_call(kernel, tokens: Sequence[str], scheme: str, table: JiebaIdf,  # ty
 
 def has_idf_path(scheme: str, idf: IdfTable | None, pos: Sequence[str] | None = None) -> bool:
     """Whether ``idf_simhash`` / ``idf_features`` apply: a TF-IDF weighting with a fixed table
-    (``JiebaIdf``; a streaming table changes per document) and no POS tags (seed004's opt-in)."""
+    (``JiebaIdf``; a streaming table changes per document) and no POS tags (the opt-in of ``seed004``)."""
     return scheme in IDF_WEIGHTINGS and isinstance(idf, JiebaIdf) and pos is None
 
 

@@ -1,8 +1,9 @@
 """Fingerprinter: Document -> Fingerprint (SimHash, content hash, sketch, LSH bands, side MinHash).
 
 Steps: HTML main-content extraction when needed -> normalization -> (a) segmentation + weights ->
-64-bit SimHash (seeds 000/001/002/004), (b) shingle set -> verification sketch and LSH bands,
-(c) exact content hash, (d) side information (list fields) -> sketch for seed 002's MinHash term.
+64-bit SimHash (Charikar 2002, with the weightings of docs/text.md), (b) shingle set -> verification
+sketch and LSH bands, (c) exact content hash, (d) side information (list fields) -> sketch for
+Wang & Wang 2019's MinHash term. docs/fingerprint.md describes each part; sources in docs/references.md.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class Fingerprinter:
         else:
             tokens = self.segmenter.cut(content)
         if self.stream_idf is not None:
-            # seed 002's IDF over the stream seen so far, this document included (df >= 1)
+            # Wang & Wang 2019's IDF over the stream seen so far, this document included (df >= 1)
             self.stream_idf.update(tokens)
         extra = None
         if doc.fields:
@@ -166,7 +167,7 @@ class Fingerprinter:
             n, sim = count_simhash(tokens, scheme)
             if n >= self.config.short_text_features:
                 return sim
-        # only seed004 weighs title words
+        # only the POS-weighted SimHash (seed004) weighs title words
         title_tokens = self.segmenter.cut(title) if title and scheme == "seed004" else []
         if not extra and has_idf_path(scheme, self.idf, pos):
             n, sim = idf_simhash(tokens, scheme, self.idf, title_tokens)

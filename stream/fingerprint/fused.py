@@ -2,7 +2,8 @@
 
 The same arithmetic as ``shingle_hashes`` -> ``make_sketch`` / ``lsh_bands`` / ``simhash`` (it calls
 the same kernels), fused so a document costs one numba dispatch instead of ~12 and no intermediate
-arrays cross into Python (docs/text.md, "Session 7"). Two things differ in method, not in result:
+arrays cross into Python (146 -> 102 us per document; docs/fingerprint.md). Two things differ in
+method, not in result:
 - the shingle set is deduplicated with a hash set instead of sorted: the OPH minima, the set size,
   the exact sketch (``np.unique``, sorted) and an integer vote do not depend on the order;
 - whitespace is dropped by ``segment.is_space`` on code points: ``str.isspace``, what ``str.split``

@@ -1,12 +1,12 @@
 """Deterministic 64-bit hashing: mmh3 for tokens, MurmurHash3's fmix64 finalizer for shingles.
 
-Seed 003 asks for a fast 64-bit string hash; we use MurmurHash3 (mmh3, x64 variant) for word
-features. Character/word shingles are hashed by a polynomial over the units' hashes, then fmix64
+Li & Han ask for a fast 64-bit string hash (CityHash there); we use MurmurHash3 (mmh3, x64 variant)
+for word features. Character/word shingles are hashed by a polynomial over the units' hashes, then fmix64
 (the MurmurHash3 64-bit finalizer) so every output bit depends on every input bit. Both are pure
 integer arithmetic: the same text gives the same hashes in every process and machine.
 
-The array loops are compiled with numba: a document's ~1,000 shingles went through ~20 numpy calls
-of a few microseconds each, which cost more than the arithmetic (docs/text.md, "Speed").
+The array loops are compiled with numba: as ~20 numpy calls of a few microseconds each, a
+document's ~1,000 shingles cost more in calls than in arithmetic (docs/fingerprint.md, "Decisions").
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """MinHash by one-permutation hashing (OPH) with rotation densification.
 
-Classic MinHash applies K hash functions to every shingle: O(n K). OPH (Li, Owen, Zhang 2012)
+Classic MinHash applies K hash functions to every shingle: O(n K). OPH (Li, Owen & Zhang 2012)
 hashes once, splits the hash space into K bins and keeps each bin's minimum: O(n + K).
 Empty bins borrow from the next non-empty bin to the right, circularly, with the distance mixed in
 (Shrivastava & Li 2014): two documents with the same bins filled borrow alike, so
 P[bin values equal] stays close to the Jaccard similarity. Optimal densification (random donors)
-has lower variance but needs a loop per attempt; in numpy it was 15x slower here (8.9 ms vs 0.6 ms for
-50 shingles into 4096 bins), so we rotate (and changing it now would change every fingerprint).
-Seed 002 uses MinHash for side information; we also use it for the LSH bands and the verification
-sketch.
+has lower variance but needs a loop per attempt: 15x slower in numpy (8.9 ms vs 0.6 ms for 50
+shingles into 4096 bins). The densification fixes every fingerprint's bins: changing it takes a new
+schema version. Wang & Wang 2019 use MinHash for side information; we also use it for the LSH bands
+and the verification sketch (docs/references.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _power_of_two(bins: int) -> int:
 
 @njit(cache=True)
 def _oph(hashes: np.ndarray, bins: int, seed: np.uint64, mix: bool) -> np.ndarray:
-    # mix: hash every value with fmix64 first (seed 0); a seed always mixes
+    # mix: fmix64 every value first (the sketch's unseeded form); a nonzero seed always mixes
     out = np.full(bins, _EMPTY, dtype=np.uint64)
     if len(hashes) == 0:
         return out

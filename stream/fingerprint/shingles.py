@@ -1,8 +1,7 @@
 """Shingle sets: the features the verification sketch and the LSH bands are built from.
 
-Measured on the shared corpora (issue 2): binary sets of character 4-5-grams (Chinese) or word
-2-3-grams (English) beat jieba word weights for near-duplicate detection. We use exactly the
-shingling the ground truth uses, so verified similarity estimates the quantity being judged:
+Shingles and their Jaccard resemblance after Broder 1997. We use exactly the shingling the ground
+truth uses, so verified similarity estimates the quantity being judged:
 - text of which at least ``cjk_share`` (default 0.05) of the non-space characters are Han, kana or
   Hangul: character 5-grams of the text with all whitespace removed. Chinese technical text with
   commands, options and code is Chinese text, whose ground truth is character 5-grams, even when
@@ -59,7 +58,7 @@ def _is_char_text(codes: np.ndarray, share: float) -> bool:
 
 
 def sorted_unique(hashes: np.ndarray) -> np.ndarray:
-    """``np.unique`` of a uint64 array (numpy 2's hash-based unique was 4x slower here)."""
+    """``np.unique`` of a uint64 array (numpy 2's hash-based unique is 4x slower than this here)."""
     return _dedup_sorted(np.sort(hashes))  # numpy's sort: 12 us for 1,000 values, numba's 20 us
 
 

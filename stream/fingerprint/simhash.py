@@ -1,8 +1,8 @@
-"""64-bit SimHash over weighted features, vectorized with numpy.
+"""64-bit SimHash over weighted features (Charikar 2002), the vote compiled with numba.
 
-The five steps of seeds 000/001 (segment, hash, weight, merge, reduce): every feature's 64-bit
+The five steps of "SimHash explained" (segment, hash, weight, merge, reduce): every feature's 64-bit
 hash votes +w on its 1 bits and -w on its 0 bits; the fingerprint keeps the sign of each bit's sum.
-Bit i is 1 iff sum_f w_f * (2 h_f[i] - 1) > 0.
+Bit i is 1 iff sum_f w_f * (2 h_f[i] - 1) > 0. Sources: docs/references.md.
 """
 
 from __future__ import annotations

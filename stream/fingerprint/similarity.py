@@ -1,6 +1,6 @@
 """The verified similarity score between two fingerprints.
 
-Seed 002 (formula 1, partly lost in capture) scores a pair as mu x (content similarity) +
+Wang & Wang 2019 (formula 1, partly lost in capture) score a pair as mu x (content similarity) +
 (1 - mu) x (MinHash Jaccard of side information: tags, keywords, references), mu 0.8-0.9, content
 first. Our content similarity is the Jaccard estimate of the two shingle sets from the stored
 sketches (not a function of SimHash distance: SimHash only proposes candidates):
@@ -11,7 +11,7 @@ sketches (not a function of SimHash distance: SimHash only proposes candidates):
 A pair is a near-duplicate when score >= threshold (default 0.8, the ground truth's Jaccard).
 Short-text safeguard: when both texts are short (``short_text_chars``), J_content is the larger of
 the 5-gram and the character 3-gram Jaccard, so one changed character in a 40-character text stays
-a near-duplicate (measured cost on the Tang track: README "Accuracy").
+a near-duplicate (its cost on the Tang track: README "Short texts").
 
 ``overlap`` also gives the containment of the pair: the share of the smaller document's content
 shingles found in the larger one (``estimate_containment``), which the detector uses to report a

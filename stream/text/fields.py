@@ -1,6 +1,6 @@
-"""Structured-record features (seed 003: duplicate detection over relational records).
+"""Structured-record features, as Li & Han weigh relational records (docs/references.md).
 
-Seed 003 weighs database rows: every short field value is one feature of weight 2 ("除了大文本,其他字段值
+Li & Han weigh database rows: every short field value is one feature of weight 2 ("除了大文本,其他字段值
 都赋予2的权重"); the long text field is segmented and its words weighted by term frequency ("大文本经过分词
 工具处理,词频作为权重"), with a stop word list ("停用词汇表加入一些语气助词等").
 
@@ -53,7 +53,7 @@ def field_features(
     short_max_chars: int = 32,
     drop_stopwords: bool = True,
 ) -> dict[str, float]:
-    """Seed 003's weighted features of a flat record (see the module docstring)."""
+    """Li & Han's weighted features of a flat record (see the module docstring)."""
     features: dict[str, float] = {}
     for name, value in fields.items():
         text = field_value_text(name, value)

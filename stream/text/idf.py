@@ -1,8 +1,8 @@
 """Inverse document frequency tables for the TF-IDF weightings.
 
 Two sources, one protocol (``idf(term) -> float | None``; None = the table knows nothing of the
-term, and the TF-IDF weightings then DROP the term: giving unknown terms the median IDF was measured
-to collapse fingerprints, since many documents then share one dominant set of filler features):
+term, and the TF-IDF weightings then DROP the term: giving unknown terms the median IDF collapses
+fingerprints on the shared corpora, since many documents then share one dominant set of filler features):
 
 - ``JiebaIdf``: the IDF table bundled with jieba (``jieba/analyse/idf.txt``, 270k words), fixed, so
   fingerprints do not drift.

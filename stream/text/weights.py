@@ -6,12 +6,13 @@ dropped, stop words too unless ``drop_stopwords=False``. The scheme then weighs 
 the per-token Python cost is one Counter pass.
 
 For SimHash only the ratios between weights matter (scaling all weights leaves the fingerprint
-unchanged), so ``tf`` uses raw counts while the TF-IDF schemes use the seeds' normalized tf; both are
-the same fingerprint up to that constant.
+unchanged), so ``tf`` uses raw counts while the TF-IDF schemes use their sources' normalized tf; both
+are the same fingerprint up to that constant. Sources are cited by their short names in
+docs/references.md; ``seed004`` is the POS-weighted SimHash's weighting (the setting value keeps its name).
 
 TF-IDF schemes DROP tokens that the IDF table does not know (``idf(t) is None``) instead of giving them
-a default such as the median IDF: measured on the shared corpora, median-IDF fill makes many documents
-share one dominant set of features and collapses their fingerprints together. Note that jieba's IDF
+a default such as the median IDF: on the shared corpora, median-IDF fill makes many documents share one
+dominant set of features and collapses their fingerprints together. Note that jieba's IDF
 table is Chinese: English words are mostly missing from it, so TF-IDF with ``JiebaIdf`` keeps few
 features of English text (use ``StreamingIdf`` or the ``tf``/``binary`` schemes there).
 """
@@ -37,9 +38,10 @@ def is_feature(token: str, stop: Collection[str] = STOPWORDS) -> bool:
     return token not in stop and (token.isalnum() or _HAS_WORD_CHAR(token) is not None)
 
 
-# Seed 004's marker words: phrases of summary or contrast that flag a document's key sentences. The
-# seed names 综上所述, 总之, 但是 and describes the rest ("带有总结或转折意味的标志性的词或短语"); the list
-# below is ours, in simplified and traditional spellings. They are exempt from stop word removal.
+# The POS-weighted SimHash's marker words: phrases of summary or contrast that flag a document's key
+# sentences. The paper names 综上所述, 总之, 但是 and describes the rest
+# ("带有总结或转折意味的标志性的词或短语"); the list below is ours, in simplified and traditional
+# spellings. They are exempt from stop word removal.
 _MARKER_TEXT = """
     综上所述 综上 总之 总而言之 总的来说 总的说来 总体来说 总体而言 由此可见 可见 归根结底 一言以蔽之
     简而言之 简言之 概括地说 概括来说 总结 结论 因此 所以 因而 故而 但是 然而 不过 可是 但 却 反之 相反
@@ -48,18 +50,18 @@ _MARKER_TEXT = """
 """
 MARKER_WORDS: frozenset[str] = frozenset(_MARKER_TEXT.split())
 _STOPWORDS_BUT_MARKERS = STOPWORDS - MARKER_WORDS
-MARKER_FACTOR = 5.0  # seed 004: "含有标志词的特征词的权重为普通特征词的5倍"
-TITLE_FACTOR = 5.0  # seed 004: "出现在标题中的特征词的权重为普通特征词的5倍"
+MARKER_FACTOR = 5.0  # POS-weighted SimHash: "含有标志词的特征词的权重为普通特征词的5倍"
+TITLE_FACTOR = 5.0  # POS-weighted SimHash: "出现在标题中的特征词的权重为普通特征词的5倍"
 
-# Seed 002: normal curve fitted to the lengths of 10,000 CSSCI Chinese terms.
+# Wang & Wang 2019: normal curve fitted to the lengths of 10,000 CSSCI Chinese terms.
 TERM_LENGTH_MEAN = 4.51
 TERM_LENGTH_SD = 2.207
 
 
 def length_relevance(length: int) -> float:
-    """Seed 002's topic relevance of a word of ``length`` characters, in (0, 1].
+    """Wang & Wang 2019's topic relevance of a word of ``length`` characters, in (0, 1].
 
-    The seed fits N(mu=4.51, sigma=2.207) to term lengths and then "normalizes" it (its formula (5)
+    The paper fits N(mu=4.51, sigma=2.207) to term lengths and then "normalizes" it (its formula (5)
     was lost in capture). We take the normalization that makes the curve a relevance score peaking
     at 1 for the most typical term length: ``len(x) = exp(-(x - mu)^2 / (2 sigma^2))``, i.e. the
     density divided by its maximum 1 / (sigma sqrt(2 pi)). So 1 + len(x) ranges over (1, 2].
@@ -76,9 +78,9 @@ def _relevance(token: str) -> float:
 
 
 def pos_weight(tag: str) -> float:
-    """Seed 004's part-of-speech weight for a jieba (ICTCLAS-style) tag.
+    """The POS-weighted SimHash's part-of-speech weight for a jieba (ICTCLAS-style) tag.
 
-    The seed's formula was lost in capture; its text says nouns (subjects) and verbs (predicates) carry
+    The paper's formula was lost in capture; its text says nouns (subjects) and verbs (predicates) carry
     a sentence's meaning and should weigh more. Our values: nouns and verbs (n*, v*, incl. verbal
     nouns vn) 1.0, except 是/有 (vshi/vyou) 0.3; foreign words, idioms, fixed phrases, abbreviations
     (eng, i, l, j) 0.8; adjectives, distinguishing, state, time and place words (a*, b, z*, t*, s)
@@ -98,13 +100,13 @@ def pos_weight(tag: str) -> float:
 
 
 def binary_weights(counts: Mapping[str, int]) -> dict[str, float]:
-    """Set weights: ``w(x) = 1`` for every distinct token (issue 2: sets of shingles beat word TF)."""
+    """Set weights: ``w(x) = 1`` for every distinct token."""
     return dict.fromkeys(counts, 1.0)
 
 
 def tf_weights(counts: Mapping[str, int]) -> dict[str, float]:
-    """Term frequency, classic SimHash (seeds 000, 001; seed 003 for long text fields):
-    ``w(x) = n(x)``, the number of occurrences of x in the document."""
+    """Term frequency, the classic SimHash weight ("SimHash explained", "SimHash and Java"; Li & Han
+    for long text fields): ``w(x) = n(x)``, the number of occurrences of x in the document."""
     return {t: float(c) for t, c in counts.items()}
 
 
@@ -118,14 +120,14 @@ def _tf_idf(counts: Mapping[str, int], idf: IdfTable) -> dict[str, float]:
 
 
 def tfidf_weights(counts: Mapping[str, int], idf: IdfTable) -> dict[str, float]:
-    """TF-IDF (seed 002 eqs. 2-3, seed 004 sec. 2.3): ``w(x) = tf(x) * idf(x)`` with
-    ``tf(x) = n(x) / sum_k n(k)`` (the seeds' formula images were lost; this is the standard form their
+    """TF-IDF (Wang & Wang 2019 eqs. 2-3, POS-weighted SimHash sec. 2.3): ``w(x) = tf(x) * idf(x)`` with
+    ``tf(x) = n(x) / sum_k n(k)`` (both papers' formula images were lost; this is the standard form their
     text describes) and ``idf`` from the table. Tokens the table does not know are dropped."""
     return _tf_idf(counts, idf)
 
 
 def tfidf_len_weights(counts: Mapping[str, int], idf: IdfTable) -> dict[str, float]:
-    """Seed 002 eq. (6): ``w(x) = tf(x) * idf(x) * (1 + len(x))`` where ``len(x)`` is the word-length
+    """Wang & Wang 2019 eq. (6): ``w(x) = tf(x) * idf(x) * (1 + len(x))`` where ``len(x)`` is the word-length
     relevance of x: the normal curve over term length (mean 4.51, sd 2.207) normalized to peak at 1
     (see ``length_relevance``; length in characters)."""
     return {t: w * (1.0 + _relevance(t)) for t, w in _tf_idf(counts, idf).items()}
@@ -137,14 +139,15 @@ def seed004_weights(
     title: Collection[str],
     tags: Mapping[str, str] | None,
 ) -> dict[str, float]:
-    """Seed 004's combined weight (its formulas were lost in capture; derived from its text):
+    """The POS-weighted SimHash's combined weight (weighting ``seed004``; its formulas were lost in
+    capture, so this is derived from its text):
 
     ``w(x) = tf(x) * idf(x) * (pos(x) + wl(x)) * m(x) * h(x)`` where
     - ``tf * idf``: "为每个特征词计算...TF-IDF值作为该特征词的权重" (tokens unknown to the table dropped);
     - ``pos(x)``: part-of-speech weight, nouns/verbs highest (``pos_weight``); when no POS tags are
       given (``cut_pos`` is opt-in, slower) it is the constant 1, i.e. word length only;
     - ``wl(x) = (len(x) - minlen) / (maxlen - minlen)``: word length normalized over the document's
-      words (0 when all have one length). Added to, not multiplied with, ``pos``: the seed wants
+      words (0 when all have one length). Added to, not multiplied with, ``pos``: the paper wants
       longer words to weigh more, not the shortest word to weigh nothing;
     - ``m(x) = 5`` if x is a marker word (``MARKER_WORDS``: 综上所述, 总之, 但是 ...) else 1;
     - ``h(x) = 5`` if x occurs in the title else 1.
