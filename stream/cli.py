@@ -20,14 +20,14 @@ from stream.errors import EXIT_BROKER, EXIT_INTERNAL, EXIT_USAGE, DedupError
 # name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
     "scan": "stream.batch.scan:command",
-    "worker": "stream.service.cli:worker",
-    "publish": "stream.service.cli:publish",
-    "verdicts": "stream.service.cli:verdicts",
-    "demo": "stream.service.cli:demo",
-    "topology": "stream.service.cli:topology",
-    "broker": "stream.service.cli:broker",
-    "reset": "stream.service.cli:reset",
-    "dlq": "stream.service.dlq:command",
+    "worker": "stream.service.commands.worker:worker",
+    "publish": "stream.service.commands.publish:publish",
+    "verdicts": "stream.service.commands.verdicts:verdicts",
+    "demo": "stream.service.commands.demo:demo",
+    "topology": "stream.service.commands.topology:topology",
+    "broker": "stream.service.commands.broker:broker",
+    "reset": "stream.service.commands.worker:reset",
+    "dlq": "stream.service.commands.dlq:command",
 }
 BENCH_COMMANDS: dict[str, str] = {
     "accuracy": "stream.bench.accuracy:command",

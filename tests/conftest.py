@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from stream.service.broker import EmbeddedBroker
+    from stream.service.runtime.embedded import EmbeddedBroker
 
     log = tmp_path_factory.mktemp("broker") / "tansu.log"
     b = EmbeddedBroker(log_path=log).start()

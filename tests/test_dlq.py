@@ -9,10 +9,10 @@ import json
 import click
 import pytest
 
-from stream.service.dead_letters import NOT_AN_ENVELOPE, Position, parse_letter, preview
-from stream.service.dlq import LetterPrinter, _since
-from stream.service.messages import Source, dead_letter
-from stream.service.replay import Ledger, NotReplayable, Selection, originals
+from stream.service.commands.dlq import LetterPrinter, _since
+from stream.service.commands.letters import NOT_AN_ENVELOPE, Position, parse_letter, preview
+from stream.service.commands.replay import Ledger, NotReplayable, Selection, originals
+from stream.service.stages.messages import Source, dead_letter
 
 SRC = Source("documents", 2, 42, 1700000000.0)
 AT = Position("documents.dlq", 1, 7)

@@ -1,6 +1,6 @@
 """InputLedger: positions per input partition, gaps found, seeks asked for, lagging writes."""
 
-from stream.service.ledger import InputLedger, decode_position, encode_position, ledger_key
+from stream.service.runtime.ledger import InputLedger, decode_position, encode_position, ledger_key
 
 A, B = ("documents", 0), ("documents", 1)
 

@@ -13,8 +13,9 @@ from typing import Any
 from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import MemoryStore
-from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_json
-from stream.service.pipeline import DocumentStage, GatherStage, Hops, Pipeline, ProbeStage, Record, Topics
+from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
+from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
+from stream.service.stages.records import Hops
 
 PARTITIONS = 4
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS)
@@ -66,7 +67,7 @@ def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, i
         records = []
         for offset, v in enumerate(values[i : i + batch], start=i):
             source = Source("documents", 0, offset, float(offset))  # record timestamps follow the offsets
-            records.append(Record(v[0], None, source) if isinstance(v, tuple) else Record(None, v, source))
+            records.append(InputRecord(v[0], None, source) if isinstance(v, tuple) else InputRecord(None, v, source))
         pipeline.documents_batch(records)
         while any(t in ("probe", "gather") for t, _, _ in out.sent):
             probes = out.take("probe")
@@ -133,7 +134,7 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
     docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
     hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out).handle(  # type: ignore[arg-type]
-        [Record(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
+        [InputRecord(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
     assert not hops.gather  # no separate header entries
     for doc in ("a", "b", "e"):
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]

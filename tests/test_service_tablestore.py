@@ -15,7 +15,7 @@ from rocksdict import Options, Rdict
 
 from stream.index import BlockIndex
 from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
-from stream.service.tablestore import FaustTableStore
+from stream.service.runtime.tablestore import FaustTableStore
 from tests.test_index_crash_replay import check_every_prefix_plus_redelivery
 from tests.test_index_lossless import FORCED, make_set
 
@@ -135,7 +135,7 @@ def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_r
     when it opened it; a recovered partition gets its doc-id keys rebuilt and is read as it is."""
     from stream.detect import MatchSettings
     from stream.fingerprint import FingerprintConfig
-    from stream.service.pipeline import ProbeStage, Topics
+    from stream.service.stages import ProbeStage, Topics
 
     def stage(store: FaustTableStore) -> ProbeStage:
         return ProbeStage(FingerprintConfig(segmenter="auto"), MatchSettings(k=K), Topics("p", "g", "v", "d", 1),

@@ -9,10 +9,10 @@ import pytest
 
 from stream.detect import Match
 from stream.errors import ConfigError
-from stream.service.gather import GatherState
-from stream.service.messages import Answer, Header, ProbeItem, Revise, Source, dead_letter, entry_from_json
-from stream.service.routing import bucket_partition, doc_partition, tables_by_partition
 from stream.service.settings import load_settings
+from stream.service.stages.gather_state import GatherState
+from stream.service.stages.messages import Answer, Header, ProbeItem, Revise, Source, dead_letter, entry_from_json
+from stream.service.stages.routing import bucket_partition, doc_partition, tables_by_partition
 
 SRC = Source("documents", 1, 42, 1000.0)
 
@@ -128,8 +128,8 @@ def test_a_dead_letter_always_fits_and_says_how_to_find_the_original() -> None:
 
 
 def test_send_list_splits_large_batches_below_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from stream.service import pipeline
-    from stream.service.pipeline import send_list
+    from stream.service.stages import hops
+    from stream.service.stages.hops import send_list
 
     class Out:
         def __init__(self) -> None:
@@ -141,14 +141,14 @@ def test_send_list_splits_large_batches_below_the_limit(monkeypatch: pytest.Monk
     out = Out()
     entries = [{"doc": str(i), "fp": "x" * 700} for i in range(1000)]
     encoded: list[int] = []
-    real_dumps = pipeline.dumps
+    real_dumps = hops.dumps
 
     def counting_dumps(obj: object) -> bytes:
         value = real_dumps(obj)
         encoded.append(len(value))
         return value
 
-    monkeypatch.setattr(pipeline, "dumps", counting_dumps)
+    monkeypatch.setattr(hops, "dumps", counting_dumps)
     send_list(out, "t", 1, entries, limit=64 << 10)  # type: ignore[arg-type]
     assert len(out.sent) > 1 and all(len(v) <= 64 << 10 for v in out.sent)
     assert [e for v in out.sent for e in json.loads(v)] == entries
@@ -166,7 +166,7 @@ def test_output_counts_every_record_of_a_batch_and_fails_it_on_delivery_errors()
 
     import pytest
 
-    from stream.service.output import Output, OutputError
+    from stream.service.stages.output import Output, OutputError
 
     async def run() -> None:
         out = Output({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 300, "log_level": 0,

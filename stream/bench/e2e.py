@@ -30,8 +30,8 @@ from typing import Any
 import click
 
 from stream.bench.common import pyplot, stamp, versions
-from stream.service.broker import EmbeddedBroker
-from stream.service.verdicts import percentile
+from stream.service.commands.verdicts import percentile
+from stream.service.runtime.embedded import EmbeddedBroker
 
 PASS_THROUGH = '''
 import sys, json, faust
@@ -179,13 +179,13 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_APP_ID": app, "DEDUP_PARTITIONS": str(partitions),
            "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_DOCUMENTS_TOPIC": f"documents-{tag}",
            "DEDUP_VERDICTS_TOPIC": f"verdicts-{tag}", "DEDUP_DLQ_TOPIC": f"dlq-{tag}", "DEDUP_LOG_LEVEL": "info"}
+    from stream.service.runtime.worker import apply_topology
     from stream.service.settings import load_settings
-    from stream.service.worker import apply_topology
 
     apply_topology(load_settings(env=env), lambda _m: None)
     warm = _warmup_docs(values[:warmup])
     logs = [open(tmp / f"{tag}-{i}.log", "wb") for i in range(workers)]  # noqa: SIM115 (closed below)
-    procs = [subprocess.Popen([sys.executable, "-m", "stream.service.worker", "--data-dir", str(tmp / f"{tag}-{i}")],
+    procs = [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--data-dir", str(tmp / f"{tag}-{i}")],
                               env=env, stdout=log, stderr=subprocess.STDOUT) for i, log in enumerate(logs)]
     try:
         producer = _producer(broker.bootstrap, rate)

@@ -91,14 +91,14 @@ class Deployment:
                      ) -> subprocess.Popen[bytes]:
         data = data or self.tmp / f"{name}-{len(self.workers)}"
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115
-        proc = subprocess.Popen([sys.executable, "-m", "stream.service.worker", "--data-dir", str(data)],
+        proc = subprocess.Popen([sys.executable, "-m", "stream", "worker", "--data-dir", str(data)],
                                 env={**self.env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(proc)
         return proc
 
     def apply_topology(self) -> None:
+        from stream.service.runtime.worker import apply_topology
         from stream.service.settings import load_settings
-        from stream.service.worker import apply_topology
 
         apply_topology(load_settings(env=self.env()), lambda _m: None)
 
@@ -168,7 +168,7 @@ class Deployment:
 
     def wait_ready(self, data: Path, timeout: float = 90.0) -> None:
         """Until the worker on ``data`` is assigned, recovered and consuming (its READY file)."""
-        from stream.service.app import ready_pid
+        from stream.service.runtime.app import ready_pid
 
         deadline = time.monotonic() + timeout
         while ready_pid(data) is None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from stream.bench.index import run_peer, scratch_dir
 from stream.detect import Detector
-from stream.fingerprint.fingerprinter import Fingerprint
+from stream.fingerprint import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig
 from stream.index import BlockIndex
 

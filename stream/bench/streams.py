@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from stream.bench.index import fingerprints
+from stream.fingerprint import Fingerprint
 from stream.fingerprint.bands import lsh_bands
-from stream.fingerprint.fingerprinter import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.sketch import SketchSpec, make_sketch
 

@@ -13,8 +13,7 @@ import functools
 from collections.abc import Collection, Iterable, Sequence
 
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
-from stream.fingerprint import Fingerprint
-from stream.fingerprint.fingerprinter import serialized_bands
+from stream.fingerprint import Fingerprint, serialized_bands
 from stream.fingerprint.similarity import Overlap, overlap
 from stream.index import BlockIndex, IndexHit
 from stream.index.batch import BatchBands

@@ -21,15 +21,9 @@ truncated or excerpted repost that Jaccard alone calls different.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from stream.fingerprint.sketch import SketchSpec, estimate_containment, estimate_jaccard
-
-if TYPE_CHECKING:
-    from stream.fingerprint.fingerprinter import Fingerprint
-
-SIDE_SPEC = SketchSpec(budget=256, bits=1)
-SHORT_SPEC = SketchSpec(budget=1024, bits=1)  # exact up to 256 three-grams
+from stream.fingerprint.fingerprint import Fingerprint
+from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, estimate_containment, estimate_jaccard
 
 
 @dataclass(frozen=True)

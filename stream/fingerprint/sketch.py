@@ -36,6 +36,10 @@ class SketchSpec:
         return self.budget * 8 // self.bits
 
 
+SIDE_SPEC = SketchSpec(budget=256, bits=1)  # side information (tags, keywords...): Wang & Wang 2019's term
+SHORT_SPEC = SketchSpec(budget=1024, bits=1)  # exact character 3-grams of a short text, up to 256 of them
+
+
 @dataclass(frozen=True, eq=False)
 class Sketch:
     kind: int

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from stream.service.ledger import InputLedger
+    from stream.service.runtime.ledger import InputLedger
 
 DOCUMENTS = Counter("dedup_documents_total", "Input documents consumed")
 DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the dead-letter topic, by stage and code",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from stream.service.broker import free_port, port_open
+from stream.service.runtime.embedded import free_port, port_open
 
 pytestmark = pytest.mark.integration
 

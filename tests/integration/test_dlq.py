@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stream.bench.harness import Deployment
-from stream.service.messages import Source, dead_letter
+from stream.service.stages.messages import Source, dead_letter
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from stream.bench.harness import Deployment, Row, rows
-from stream.service.broker import free_port
+from stream.service.runtime.embedded import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -141,7 +141,7 @@ def test_a_broker_that_lost_its_data_stops_the_worker_with_what_to_do(tmp_path: 
                                                                       corpus: list[dict[str, Any]]) -> None:
     """A restarted in-memory broker has lost every topic: the worker says so, exits 3, and refuses the
     data dir until `dedup reset`; after the reset it starts from scratch."""
-    from stream.service.broker import EmbeddedBroker
+    from stream.service.runtime.embedded import EmbeddedBroker
 
     port = free_port()
     broker = EmbeddedBroker(port=port, log_path=tmp_path / "tansu.log").start()

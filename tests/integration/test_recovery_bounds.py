@@ -1,4 +1,4 @@
-"""The changelog end bound that table recovery uses, against the real broker (stream.service.recovery)."""
+"""The changelog end bound that table recovery uses, against the real broker (stream.service.runtime.recovery)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from stream.service.recovery import exact_last_offsets
+from stream.service.runtime.recovery import exact_last_offsets
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stream.service.dead_letters import (
+from stream.service.commands.letters import (
     NOT_AN_ENVELOPE,
     DeadLetter,
     Original,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stream.detect import MAX_MATCHES, Match, MatchSummary, Order
-from stream.service.messages import Source
+from stream.service.stages.messages import Source
 
 PENDING_LIMIT = 4 * MAX_MATCHES  # revisions kept for a version whose header has not arrived
 

@@ -9,10 +9,10 @@ from typing import Any
 import click
 
 from stream.errors import EXIT_BROKER, EXIT_REJECTED
-from stream.service.cli import broker_option, client_settings, config_option
-from stream.service.dead_letters import DeadLetter, read_letters
-from stream.service.replay import Ledger, ReplayReport, Selection, read_ledger, replay
-from stream.service.verdicts import RowPrinter
+from stream.service.commands.common import broker_option, client_settings, config_option
+from stream.service.commands.letters import DeadLetter, read_letters
+from stream.service.commands.replay import Ledger, ReplayReport, Selection, read_ledger, replay
+from stream.service.commands.verdicts import RowPrinter
 
 BATCH = 200  # letters per printed table: a terminal sees the first ones while the rest are read
 

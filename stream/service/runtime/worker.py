@@ -1,7 +1,7 @@
 """Run one worker process: (embedded broker if none configured) -> topology apply -> Faust worker.
 
-``python -m stream.service.worker [--broker URL] [--data-dir DIR] ...`` is the same as
-``dedup worker``; tests and the benchmark start workers this way as subprocesses.
+``dedup worker`` (stream/service/commands/worker.py) calls ``run_worker``; tests and benchmarks start
+workers as ``python -m stream worker ...`` subprocesses.
 
 Exit codes (``stream.errors``): 0 after a clean stop (SIGTERM/SIGINT, every output delivered); 3 a data
 dir or settings problem; 4 no broker; 75 a fault that is not the input's (disk, producer): restart
@@ -12,14 +12,13 @@ start rebuilds the local tables from the changelogs.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from stream.errors import EXIT_INTERNAL, ConfigError
-from stream.service.broker import EmbeddedBroker
-from stream.service.datadir import claim_data_dir
+from stream.service.runtime.datadir import claim_data_dir
+from stream.service.runtime.embedded import EmbeddedBroker
 from stream.service.settings import Settings
 
 log = logging.getLogger("dedup.worker")
@@ -35,21 +34,9 @@ def apply_topology(settings: Settings, say: Callable[[str], None] = print) -> No
         say(f"topology drift: {drift}")
 
 
-def broker_ping(settings: Settings) -> Callable[[float], None]:
-    """A metadata request to the broker (raises when it does not answer within the timeout)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(settings.confluent(logger=logging.getLogger("dedup.librdkafka")))
-
-    def ping(timeout: float) -> None:
-        admin.list_topics(timeout=timeout)
-
-    return ping
-
-
 def check_data_loss(settings: Settings, say: Callable[[str], None]) -> None:
     """Refuse a data dir marked by a worker that found the broker's data gone, unless told to rebuild."""
-    from stream.service.recovery import DATA_LOSS_MARKER
+    from stream.service.runtime.recovery import DATA_LOSS_MARKER
 
     marker = Path(settings.data_dir) / DATA_LOSS_MARKER
     if not marker.exists():
@@ -67,7 +54,7 @@ def reset_data_dir(path: Path) -> list[str]:
     """Delete a worker's state in ``path`` (its lock file stays); returns what was removed."""
     import shutil
 
-    from stream.service.datadir import LOCK_FILE
+    from stream.service.runtime.datadir import LOCK_FILE
 
     removed = []
     for child in sorted(path.iterdir()):
@@ -82,7 +69,7 @@ def reset_data_dir(path: Path) -> list[str]:
 
 
 def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
-    from stream.service.cli import ensure_reachable
+    from stream.service.runtime.connect import ensure_reachable
 
     lock = claim_data_dir(Path(settings.data_dir))
     check_data_loss(settings, say)
@@ -105,11 +92,12 @@ def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
 def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
     import faust
 
-    from stream.service.app import DedupApp
-    from stream.service.faust_tuning import tune_gc
-    from stream.service.health import Health, serve
-    from stream.service.logs import configure
-    from stream.service.recovery import LocalStateGuard
+    from stream.service.runtime.app import DedupApp
+    from stream.service.runtime.connect import broker_ping
+    from stream.service.runtime.faust_tuning import tune_gc
+    from stream.service.runtime.health import Health, serve
+    from stream.service.runtime.logs import configure
+    from stream.service.runtime.recovery import LocalStateGuard
 
     health = Health(broker_ping(settings))
     dedup = DedupApp(settings, health)
@@ -146,13 +134,3 @@ def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
         delivered = dedup.output.close()
         guard.end(clean=code == 0 and worker.crash_reason is None and delivered)
     return int(code)
-
-
-def main(argv: list[str] | None = None) -> None:
-    from stream.cli import run
-
-    run(["worker", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    main()

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from stream.errors import StorageError
-from stream.service.output import Output
+from stream.service.stages.output import Output
 
 FAUST_OFFSET_KEY = b"__faust\0offset__"  # faust.stores.rocksdb.Store.offset_key
 

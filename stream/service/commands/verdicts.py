@@ -15,7 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import click
+
 from stream.errors import UsageError
+from stream.service.commands.common import broker_option, client_settings, config_option
 from stream.service.settings import Settings
 
 
@@ -187,3 +190,20 @@ def tail(settings: Settings, topic: str, follow: bool, as_json: bool, idle_timeo
         consumer.close()
     print(json.dumps(stats.summary(), ensure_ascii=False), file=sys.stderr)
     return stats
+
+
+@click.command()
+@broker_option
+@config_option
+@click.option("--follow", "-f", is_flag=True, help="Keep reading new verdicts until Ctrl-C.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines (the verdict records as published).")
+@click.option("--topic", default=None, help="Verdict topic to read (default: DEDUP_VERDICTS_TOPIC or verdicts).")
+@click.option("--idle-timeout", type=click.FloatRange(0), default=5.0, show_default=True,
+              help="Without --follow: stop after this many seconds without new verdicts.")
+def verdicts(config: str | None, broker: str | None, follow: bool, as_json: bool, topic: str | None,
+             idle_timeout: float) -> None:
+    """Read the verdict topic from the beginning: a table on a terminal, tab-separated lines when piped,
+    or JSON lines; then the counts and latency."""
+    settings = client_settings(config, broker=broker)
+    tail(settings, topic=topic or settings.verdicts_topic, follow=follow, as_json=as_json,
+         idle_timeout=idle_timeout)

@@ -7,13 +7,16 @@ document JSON as given, delivery reports counted: ``flush()`` says how many were
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import click
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from stream.errors import DocumentError
+from stream.errors import EXIT_BROKER, EXIT_REJECTED, DocumentError
+from stream.service.commands.common import broker_option, client_settings, config_option
 from stream.service.settings import Settings, load_settings
 
 
@@ -163,3 +166,34 @@ def publish_file(settings: Settings, source: str, topic: str | None = None, prog
             reject(number, f"not delivered: {reason}")
     result.delivered, result.failed = producer.delivered, producer.failed
     return result
+
+
+@click.command()
+@click.argument("source", type=click.Path(exists=True, allow_dash=True, dir_okay=False))
+@broker_option
+@config_option
+@click.option("--topic", default=None,
+              help="Topic to publish to (default: the documents topic, DEDUP_DOCUMENTS_TOPIC).")
+@click.option("--max-message-bytes", type=click.IntRange(1024), default=None,
+              help="Largest document accepted, in bytes (DEDUP_MAX_MESSAGE_BYTES; default 1,000,000, Kafka's "
+                   "default message.max.bytes). Raise it together with the topic's max.message.bytes.")
+@click.option("--errors", "errors_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write each rejected line as a JSON line {line, error} to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (it only shows on a terminal anyway).")
+def publish(source: str, config: str | None, broker: str | None, topic: str | None, max_message_bytes: int | None,
+            errors_file: str | None, quiet: bool) -> None:
+    """Publish a JSONL file (or - for stdin) of documents, keyed by id (idempotent producer).
+
+    Every line that is not a valid document (not UTF-8, not JSON, no id, too large...) is reported with
+    its line number and reason and skipped; every other line is delivered. Exit 1 if any line was
+    rejected, 4 if some documents could not be delivered."""
+    settings = client_settings(config, broker=broker, max_message_bytes=max_message_bytes)
+    result = publish_file(settings, source, topic=topic, progress=not quiet and sys.stderr.isatty(),
+                          errors_file=errors_file)
+    rejected = f", {len(result.rejected)} lines rejected" if result.rejected else ""
+    failed = f", {result.failed} not delivered" if result.failed else ""
+    click.echo(f"published {result.delivered} documents to {result.topic}{rejected}{failed}", err=True)
+    if result.failed:
+        sys.exit(EXIT_BROKER)
+    if result.rejected:
+        sys.exit(EXIT_REJECTED)

@@ -18,7 +18,7 @@ make that unsafe for us, and this module handles them:
    already applied means the broker's data is gone (a restarted in-memory broker, a deleted topic).
    Faust raises a ConsistencyError and the worker would crash at every start. ``install_data_loss_check``
    hands the partitions to a callback instead, which stops the worker with a message saying what
-   happened and what to do (``stream.service.app``).
+   happened and what to do (``stream.service.runtime.app``).
 """
 
 from __future__ import annotations

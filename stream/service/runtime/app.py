@@ -20,16 +20,16 @@ from faust.types import EventT
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, DedupError
 from stream.index.records import DOC_NS, EXPIRY_NS
 from stream.service import metrics
-from stream.service.faust_tuning import set_fetch_max_wait, set_switch_interval
-from stream.service.health import Health
-from stream.service.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
-from stream.service.messages import GatherEntry, ProbeItem, Source, entry_from_json, loads
-from stream.service.offset_gaps import install_gap_guard, known_ends, request_seek
-from stream.service.output import Batch, Output
-from stream.service.pipeline import DocumentStage, GatherStage, Pipeline, ProbeStage, Record, Topics
-from stream.service.recovery import DATA_LOSS_MARKER, install_data_loss_check, install_exact_recovery_bounds
+from stream.service.runtime.faust_tuning import set_fetch_max_wait, set_switch_interval
+from stream.service.runtime.health import Health
+from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
+from stream.service.runtime.offset_gaps import install_gap_guard, known_ends, request_seek
+from stream.service.runtime.recovery import DATA_LOSS_MARKER, install_data_loss_check, install_exact_recovery_bounds
+from stream.service.runtime.tablestore import FaustTableStore
 from stream.service.settings import Settings
-from stream.service.tablestore import FaustTableStore
+from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
+from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json, loads
+from stream.service.stages.output import Batch, Output
 
 log = logging.getLogger("dedup.worker")
 
@@ -266,7 +266,7 @@ class DedupApp:
             self.health.agents[stage] = False
 
     def _handle_documents(self, events: list[EventT]) -> None:
-        self.pipeline.documents_batch([Record(e.key, e.value, _source(e)) for e in events])
+        self.pipeline.documents_batch([InputRecord(e.key, e.value, _source(e)) for e in events])
 
     def _handle_probes(self, events: list[EventT]) -> None:
         self.pipeline.probe_batch([(e.message.partition, [ProbeItem.from_json(d) for d in loads(e.value)])

@@ -12,9 +12,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from stream.service.broker import EmbeddedBroker
+import click
+
+from stream.service.commands.verdicts import VerdictStats, open_consumer
+from stream.service.runtime.embedded import EmbeddedBroker
 from stream.service.settings import load_settings
-from stream.service.verdicts import VerdictStats, open_consumer
 
 
 def sample_lines(data: str | None) -> list[str]:
@@ -29,7 +31,7 @@ def start_workers(n: int, env: dict[str, str], root: Path) -> list[subprocess.Po
     procs = []
     for i in range(n):
         log = open(root / f"worker-{i}.log", "ab")  # noqa: SIM115
-        procs.append(subprocess.Popen([sys.executable, "-m", "stream.service.worker", "--data-dir",
+        procs.append(subprocess.Popen([sys.executable, "-m", "stream", "worker", "--data-dir",
                                        str(root / f"worker-{i}")], env=env, stdout=log, stderr=subprocess.STDOUT))
     return procs
 
@@ -47,7 +49,7 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_PARTITIONS": str(partitions),
            "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_APP_ID": "dedup-demo"}
     settings = load_settings(env=env)
-    from stream.service.worker import apply_topology
+    from stream.service.runtime.worker import apply_topology
 
     apply_topology(settings, lambda m: console.print(f"[dim]{m}[/dim]"))
     procs = start_workers(workers, env, root)
@@ -55,7 +57,7 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     try:
         with console.status(f"starting {workers} worker(s) (consumer-group join, table recovery)..."):
             _wait_ready(root, procs)
-        from stream.service.producer import DocumentProducer
+        from stream.service.commands.publish import DocumentProducer
 
         t0 = time.time()
         with DocumentProducer(settings=settings) as producer:
@@ -131,7 +133,7 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
 
 def _wait_ready(root: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 90.0) -> None:
     """Every worker assigned, recovered and consuming: its ``READY`` file (``app.ReadyMarker``)."""
-    from stream.service.app import READY_FILE
+    from stream.service.runtime.app import READY_FILE
 
     markers = [root / f"worker-{i}" / READY_FILE for i in range(len(procs))]
     deadline = time.time() + timeout
@@ -141,3 +143,14 @@ def _wait_ready(root: Path, procs: list[subprocess.Popen[bytes]], timeout: float
         if time.time() > deadline:
             raise SystemExit(f"the workers were not ready after {timeout:.0f} s; see {root}/worker-*.log")
         time.sleep(0.2)
+
+
+@click.command()
+@click.option("--data", "data", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="JSONL documents (default: the bundled sample of Tang poems with real near-duplicates).")
+@click.option("--workers", type=click.IntRange(1, 8), default=1, show_default=True, help="Worker processes.")
+@click.option("--partitions", type=click.IntRange(1), default=4, show_default=True, help="Partitions per topic.")
+@click.option("--keep-running", is_flag=True, help="Leave broker and worker up after the summary.")
+def demo(data: str | None, workers: int, partitions: int, keep_running: bool) -> None:
+    """Embedded broker + worker, publish a sample with real near-duplicates, show verdicts live."""
+    sys.exit(run_demo(data=data, workers=workers, partitions=partitions, keep_running=keep_running))

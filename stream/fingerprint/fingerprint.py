@@ -1,0 +1,84 @@
+"""The ``Fingerprint`` value: what a document is reduced to, and its byte form (index payloads, probe
+messages). docs/fingerprint.md has the layout."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, Sketch, SketchSpec
+
+_HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
+
+
+@dataclass(frozen=True, eq=False)
+class Fingerprint:
+    doc_id: str
+    simhash: int
+    content_hash: bytes  # 16 bytes: mmh3 x64 128-bit of the normalized content's exact form
+    sketch: Sketch
+    bands: list[tuple[int, int]]
+    schema: str
+    spec: SketchSpec = field(default_factory=SketchSpec)
+    side: Sketch | None = None
+    empty: bool = False
+    short_grams: Sketch | None = None  # exact character 3-grams of a short text (short-text safeguard)
+
+    @property
+    def hex(self) -> str:
+        return f"{self.simhash:016x}"
+
+    def to_bytes(self) -> bytes:
+        flags = int(self.empty)
+        parts = [_HEAD.pack(b"F1", flags, self.simhash, self.content_hash, self.spec.budget, self.spec.bits,
+                            len(self.bands))]
+        parts += [struct.pack("<QQ", v, e) for v, e in self.bands]
+        for text in (self.schema, self.doc_id):
+            raw = text.encode()
+            parts.append(struct.pack("<H", len(raw)) + raw)
+        for sk, sk_spec in ((self.sketch, self.spec), (self.side, SIDE_SPEC), (self.short_grams, SHORT_SPEC)):
+            raw = sk.to_bytes(sk_spec) if sk is not None else b""
+            parts.append(struct.pack("<I", len(raw)) + raw)
+        return b"".join(parts)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Fingerprint:
+        magic, flags, sim, chash, budget, bits, nb = _HEAD.unpack_from(raw)
+        if magic != b"F1":
+            raise ValueError("not a serialized Fingerprint")
+        pos = _HEAD.size
+        flat = struct.unpack_from(f"<{2 * nb}Q", raw, pos)  # one call: the service decodes candidates often
+        bands = list(zip(flat[::2], flat[1::2], strict=True))
+        pos += 16 * nb
+        texts = []
+        for _ in range(2):
+            (n,) = struct.unpack_from("<H", raw, pos)
+            texts.append(raw[pos + 2 : pos + 2 + n].decode())
+            pos += 2 + n
+        spec = SketchSpec(budget, bits)
+        sketches: list[Sketch | None] = []
+        for sk_spec in (spec, SIDE_SPEC, SHORT_SPEC):
+            (n,) = struct.unpack_from("<I", raw, pos)
+            sketches.append(Sketch.from_bytes(raw[pos + 4 : pos + 4 + n], sk_spec) if n else None)
+            pos += 4 + n
+        sketch = sketches[0]
+        assert sketch is not None
+        return cls(doc_id=texts[1], simhash=sim, content_hash=chash, sketch=sketch,
+                   bands=bands, schema=texts[0], spec=spec,
+                   side=sketches[1], empty=bool(flags & 1), short_grams=sketches[2])
+
+
+def serialized_bands(raws: Sequence[bytes], bands: int) -> np.ndarray | None:
+    """The LSH bands of serialized fingerprints (``Fingerprint.to_bytes``) as an ``(n, bands, 2)``
+    uint64 array of (value, extension), read from the bytes without decoding them (~0.1 us per
+    fingerprint against ~3 us from ``Fingerprint.bands``' Python ints); None unless every one has
+    ``bands`` bands."""
+    count = bands.to_bytes(2, "little")
+    start, stop = _HEAD.size, _HEAD.size + 16 * bands
+    if any(raw[_HEAD.size - 2 : _HEAD.size] != count for raw in raws):
+        return None
+    flat = np.frombuffer(b"".join(raw[start:stop] for raw in raws), dtype="<u8")
+    return flat.astype(np.uint64).reshape(len(raws), bands, 2)

@@ -1,0 +1,102 @@
+"""Stage 3: a document's answers and revisions -> its verdict (or, for a deletion, a tombstone)."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from stream.detect import MAX_MATCHES, verdict_of
+from stream.index.store import KVStore
+from stream.service import metrics
+from stream.service.stages.dead_letters import DeadLetters, is_fault
+from stream.service.stages.gather_state import GatherState
+from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Source, dumps, loads
+from stream.service.stages.output import Output
+from stream.service.stages.records import Topics
+
+
+class GatherStage:
+    """Collects answers per document in the gather table (``store_for(partition)``) and publishes verdicts."""
+
+    def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
+                 clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES) -> None:
+        self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
+        self.max_matches = max_matches
+        self.dead = DeadLetters(output, topics.dlq)
+
+    def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
+        """Entries of one gather partition: apply them per document, publish what is due."""
+        store = self.store_for(partition)
+        by_doc: dict[str, list[GatherEntry]] = defaultdict(list)
+        for entry in entries:
+            by_doc[entry.doc].append(entry)
+        for doc, doc_entries in by_doc.items():
+            try:
+                raw = store.get(doc.encode())
+                state = (GatherState.from_json(loads(raw), self.max_matches) if raw
+                         else GatherState(doc, self.max_matches))
+                due = self._apply(state, doc_entries)
+                if due and state.deleting:
+                    self._tombstone(state)
+                    store.delete(doc.encode())
+                    continue
+                if due:
+                    self._publish(state)
+                encoded = dumps(state.to_json())
+            except Exception as exc:
+                if is_fault(exc):
+                    raise
+                headers = (e if isinstance(e, Header) else e.header for e in doc_entries if not isinstance(e, Revise))
+                source = next((h.source for h in headers if h is not None), None)
+                self.dead.send(exc, "gather", source or Source("", partition, -1, 0.0), doc.encode(), None)
+                continue
+            store.put(doc.encode(), encoded)
+
+    @staticmethod
+    def _apply(state: GatherState, entries: Sequence[GatherEntry]) -> bool:
+        """Apply a document's entries of one batch; True if its verdict is due (at most once a batch)."""
+        due = False
+        for entry in entries:
+            header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
+            if header is not None:
+                complete, superseded = state.expect(header.round, header.expected, header.order, header.source,
+                                                    header.simhash, header.schema, header.empty, header.delete)
+                if superseded:
+                    metrics.SUPERSEDED.inc()
+                due = due or complete
+            if isinstance(entry, Answer):
+                due = state.answer(entry.round, entry.part, entry.matches, entry.final) or due
+            elif isinstance(entry, Revise):
+                due = state.revise(entry.match, entry.version) or due
+        return due and state.complete
+
+    def _tombstone(self, state: GatherState) -> None:
+        """A completed deletion: the compacted verdict topic forgets the document (a null value under its
+        id; the header names the deletion's input record). An id that never had a verdict: nothing to
+        forget, only counted."""
+        assert state.source is not None
+        if not state.published:
+            metrics.DELETES.labels("unknown").inc()
+            return
+        where = f"{state.source.topic}:{state.source.partition}:{state.source.offset}"
+        self.output.send(self.topics.verdicts, state.doc.encode(), None, headers=[("dedup-source", where.encode())])
+        metrics.DELETES.labels("published").inc()
+
+    def _publish(self, state: GatherState) -> None:
+        assert state.simhash is not None and state.order is not None and state.source is not None
+        verdict = verdict_of(state.doc, state.simhash, state.empty, state.order, state.summary)
+        now = self.clock()
+        body = verdict.to_json()
+        body.update({
+            "source": state.source.to_json(),
+            "processed_at": round(now, 6),
+            "schema": state.schema,
+            "order": list(state.order),
+            "revised": state.revised,
+        })
+        state.published = True
+        self.output.send(self.topics.verdicts, state.doc.encode(), dumps(body))
+        metrics.VERDICTS.labels(verdict.verdict, str(state.revised).lower()).inc()
+        if not state.revised:
+            metrics.LATENCY.observe(max(0.0, now - state.source.timestamp))

@@ -1,0 +1,218 @@
+"""Stage 2: a partition's block index. Each partition judges its documents in runs through
+``Detector.probe_many`` and answers the gather stage with each document's earlier matches, and every
+later match with a revision; deletions and retention act on the partition's index."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from stream.detect import Detector, MatchSettings, Order, differences
+from stream.detect.detector import fingerprint_of
+from stream.errors import ConfigError
+from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
+from stream.fingerprint.schema import schema_changes
+from stream.index import BlockIndex
+from stream.index.records import HANDLE_NS
+from stream.index.store import BufferedStore, KVStore
+from stream.service import metrics
+from stream.service.stages.dead_letters import DeadLetters, is_fault
+from stream.service.stages.messages import Answer, GatherEntry, ProbeItem, Revise, Source, dumps, loads
+from stream.service.stages.output import Output
+from stream.service.stages.records import Topics
+from stream.service.stages.routing import doc_partition
+
+CHECKPOINT_SECONDS = 5.0
+EXPIRE_SECONDS = 10.0  # with retention: how often a partition deletes entries too old to match
+# Kept beside the index in each block-table partition (the index uses only b"\xffconfig", "stats",
+# "handle" of its b"\xff" namespace): the settings the partition was built with, checked at open.
+SETTINGS_KEY = b"\xffdedup-settings"
+ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal message
+
+# A document's probe goes to every partition owning one of its buckets (usually all of them), and one
+# worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
+# of decoded payloads: the same bytes come back as later documents' candidates).
+
+
+class ProbeStage:
+    """Runs probes against the partition's block table; ``store_for(partition)`` gives its KVStore."""
+
+    def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics,
+                 store_for: Callable[[int], KVStore], output: Output, verify_once: bool = True,
+                 late_allowance: float = 3600.0) -> None:
+        self.config, self.matching, self.topics = config, matching, topics
+        self.store_for = store_for
+        self.verify_once = verify_once
+        self.late_allowance = late_allowance
+        self.dead = DeadLetters(output, topics.dlq)
+        fingerprinter = Fingerprinter(config)
+        self.settings = dumps({"schema": fingerprinter.schema, "matching": matching.describe(),
+                               "fingerprint": config.describe(fingerprinter.segmenter.settings)})
+        self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
+        self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
+        self._newest: dict[int, float] = {}  # partition -> the latest event time it has indexed
+        self._expired: dict[int, float] = {}  # partition -> when it last deleted entries past retention
+
+    def detector(self, partition: int) -> Detector:
+        return self._open(partition)[1]
+
+    def _open(self, partition: int) -> tuple[KVStore, Detector, BufferedStore]:
+        store = self.store_for(partition)
+        cached = self._detectors.get(partition)
+        if cached is not None and cached[0] is store:
+            return cached
+        # a new store object means Faust (re)opened the partition: drop the old read cache
+        # The index writes through a buffer drained once per agent batch: one RocksDB write per
+        # partition and batch instead of one per document.
+        buffered = BufferedStore(store, max_ops=1 << 30)
+        # Only this worker writes the partition while it owns it (Faust restores a changelog only
+        # before the partition is opened here; a reopened partition is a new store object, and a
+        # revoked one is forgotten): an empty partition needs no scan for a bucket the cache lacks.
+        # Measured at 250 docs/s on the Tang corpus: those scans were 18% of a documents batch.
+        # The index is made before anything writes the partition, so that it sees an empty one. A
+        # restored partition gets the same shortcut for the top-level buckets its records do not
+        # reach (root_filter: one scan of its records on open; docs/service.md, "Restored partitions").
+        try:
+            index = BlockIndex(None, k=self.matching.k, bands=self.config.band_tables, store=buffered,
+                               sole_writer=True, root_filter=True)
+        except ValueError as exc:
+            raise ConfigError(f"block table partition {partition}: {exc}") from None
+        self._check_settings(partition, buffered)
+        rebuild = getattr(store, "rebuild_unlogged", None)
+        if rebuild is not None:
+            # The index's doc-id and expiry keys are not in the changelog (they follow from its
+            # records): derive them from what recovery restored, before the first probe reads them.
+            rebuild(HANDLE_NS, index.lookup_keys)
+        detector = self.matching.detector(index, once=self.verify_once)
+        opened = self._detectors[partition] = (store, detector, buffered)
+        return opened
+
+    def _check_settings(self, partition: int, store: KVStore) -> None:
+        """InputRecord this worker's settings in a new partition; refuse one built with others (``ConfigError``:
+        the worker stops with exit 3 before judging anything there)."""
+        raw = store.get(SETTINGS_KEY)
+        if raw is None:
+            store.put(SETTINGS_KEY, self.settings)
+            return
+        if raw != self.settings:
+            stored, current = loads(raw), loads(self.settings)
+            changed = differences(stored.get("matching", {}), current["matching"])
+            changed += schema_changes(stored.get("fingerprint", {}), current["fingerprint"])[0]
+            raise ConfigError(f"block table partition {partition} was built with other settings ({'; '.join(changed)})"
+                              ": run every worker of this app id with the same settings, or use a new app_id "
+                              "(new topics) for the new ones")
+
+    def forget(self, partitions: set[int]) -> None:
+        for p in partitions:
+            for table in (self._detectors, self._checkpointed, self._newest, self._expired):
+                table.pop(p, None)
+
+    def handle_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> dict[int, list[GatherEntry]]:
+        """All probe messages of one agent batch -> answers and revisions per gather partition (one
+        message per gather partition, not per probe message: at low load a document's probes arrive as
+        one message per partition, and per-message answers made the gather agent consume ~4 messages
+        per document)."""
+        out: dict[int, list[GatherEntry]] = defaultdict(list)
+        touched: dict[int, Detector] = {}
+        buffers: list[BufferedStore] = []
+        for partition, items in messages:
+            detector = touched.get(partition)
+            if detector is None:
+                _, detector, buffered = self._open(partition)
+                touched[partition] = detector
+                buffers.append(buffered)
+            before = detector.candidates
+            self._probe_items(partition, detector, items, out)
+            # per message, not per probe: a counter's inc takes a lock (~2% of a worker's samples)
+            metrics.PROBES.inc(len(items))
+            metrics.CANDIDATES.inc(detector.candidates - before)
+        # Index statistics at most every CHECKPOINT_SECONDS per partition (the index also writes them
+        # every 512 mutations), not per batch: 2 changelog records per partition per batch, ~1 per
+        # document at 100 docs/s. They are statistics only (handles are reserved before use), so a
+        # crash loses a few seconds of counts, never an entry.
+        now = time.monotonic()
+        for partition, detector in touched.items():
+            if now - self._checkpointed.get(partition, -math.inf) >= CHECKPOINT_SECONDS:
+                detector.index.flush()
+                self._checkpointed[partition] = now
+            if (detector.retention is not None and partition in self._newest
+                    and now - self._expired.get(partition, -math.inf) >= EXPIRE_SECONDS):
+                metrics.EXPIRED.inc(detector.expire(self._newest[partition], self.late_allowance))
+                self._expired[partition] = now
+        for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
+            buffered.drain()
+        return out
+
+    def _probe_items(self, partition: int, detector: Detector, items: Sequence[ProbeItem],
+                     out: dict[int, list[GatherEntry]]) -> None:
+        """The items of one partition in order: runs of documents go to the index in one batch call
+        (``Detector.probe_many``: each sees the ones before it); a deletion, a document with nothing to
+        index here, or an id already in the run ends the run, so every item sees the index as the loop
+        over them would."""
+        run: list[tuple[ProbeItem, Fingerprint, Order]] = []
+        ids: set[str] = set()
+        for item in items:
+            if item.delete or not item.tables or item.doc in ids:
+                self._probe_run(partition, detector, run, out)
+                run, ids = [], set()
+            if item.delete or not item.tables:  # a deletion, or a document with nothing to index here
+                found = detector.forget(item.doc)
+                if item.delete:
+                    metrics.DELETES.labels("removed" if found else "absent").inc()
+                out[doc_partition(item.doc, self.topics.partitions)].append(
+                    Answer(item.doc, item.round, partition, [], item.header))
+                continue
+            try:  # what can fail for one document alone: it is dead-lettered, its round never completes
+                run.append((item, fingerprint_of(item.fp), self._place(detector, item)))
+                ids.add(item.doc)
+            except Exception as exc:
+                if is_fault(exc):
+                    raise
+                source = item.header.source if item.header else _source_of_round(item.round)
+                self.dead.send(exc, "probe", source, item.doc.encode(), None)
+        self._probe_run(partition, detector, run, out)
+
+    def _probe_run(self, partition: int, detector: Detector, run: Sequence[tuple[ProbeItem, Fingerprint, Order]],
+                   out: dict[int, list[GatherEntry]]) -> None:
+        """Query and index a run of documents in one call; an answer for each one's gather partition and
+        a revision for each canonically later match. A failure inside the call is not one document's:
+        the index may be half-written, so it stops the worker (``app.fatal``) and a restart rebuilds it."""
+        if not run:
+            return
+        all_matches = detector.probe_many([fp for _, fp, _ in run], [order for _, _, order in run],
+                                          [item.tables for item, _, _ in run], fp_bytes=[item.fp for item, _, _ in run])
+        n = self.topics.partitions
+        for (item, fp, order), matches in zip(run, all_matches, strict=True):
+            self._newest[partition] = max(self._newest.get(partition, order[0]), order[0])
+            header = None if item.header is None else replace(item.header, order=order, simhash=fp.simhash,
+                                                              schema=fp.schema)
+            earlier = [m for m in matches if m.order < order]
+            answers = out[doc_partition(item.doc, n)]
+            for start in range(0, max(1, len(earlier)), ANSWER_CHUNK):  # pieces that fit a message
+                last = start + ANSWER_CHUNK >= len(earlier)
+                answers.append(Answer(item.doc, item.round, partition, earlier[start : start + ANSWER_CHUNK],
+                                      header if start == 0 else None, final=last))
+            for m in matches:
+                if m.order > order:
+                    mine = replace(m, id=item.doc, order=order, simhash=fp.simhash)
+                    out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
+                    metrics.REVISIONS.inc()
+
+    @staticmethod
+    def _place(detector: Detector, item: ProbeItem) -> Order:
+        """One id is one document: the same document again (an identical fingerprint, already indexed
+        here) keeps the order it was judged at, so it gets the verdict it had; anything else is judged at
+        the order it came with. Every partition holding it sees the same record, so all agree."""
+        old = detector.index.document(item.doc)
+        if old is not None and old.payload == item.fp:
+            return (old.ts, item.doc)
+        return item.order
+
+
+def _source_of_round(round_id: str) -> Source:
+    topic_partition, _, offset = round_id.rpartition(":")
+    topic, _, partition = topic_partition.rpartition(":")
+    return Source(topic, int(partition), int(offset), 0.0)
