@@ -29,7 +29,7 @@ from typing import Any
 
 import click
 
-from stream.bench.common import pyplot, stamp, versions
+from stream.bench.common import machine, pyplot, stamp, versions
 from stream.service.commands.verdicts import percentile
 from stream.service.runtime.embedded import EmbeddedBroker
 
@@ -236,13 +236,19 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
 @click.option("--out", type=click.Path(file_okay=False), default="bench-results", show_default=True,
               help="Where the JSON and PNG go.")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="JSONL documents to publish (the first -n); default: copies of the bundled sample.")
-def command(documents: int, partitions: int, rates: str, seconds: float, out: str, corpus: Path | None) -> None:
-    """End-to-end throughput and latency vs a pass-through agent (embedded broker)."""
+              help="JSONL documents to publish (the first -n); default: copies of the bundled sample. Real ~3 KB "
+                   "Chinese documents: `dedup bench corpus-zh` builds ~/.cache/stream-dedup/corpora/zh3k/zh3k.jsonl.")
+@click.option("--name", default="e2e", show_default=True, help="File name of the JSON and PNG (without extension).")
+def command(documents: int, partitions: int, rates: str, seconds: float, out: str, corpus: Path | None,
+            name: str) -> None:
+    """End-to-end throughput and latency vs a pass-through agent (embedded broker), and the same documents
+    through one `dedup scan` process in the same run."""
     values = _docs(documents, corpus)
     tmp = Path(tempfile.mkdtemp(prefix="dedup-bench-"))
-    results: dict[str, Any] = {"documents": documents, "partitions": partitions, "cpus": os.cpu_count(),
+    results: dict[str, Any] = {"documents": len(values), "partitions": partitions, "cpus": os.cpu_count(),
                                "corpus": str(corpus) if corpus else "bundled sample, copies"}
+    results["scan_docs_per_s"] = round(run_scan(tmp, values), 1)
+    click.echo(f"dedup scan, one process (start-up included): {results['scan_docs_per_s']} docs/s")
     with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
         results["pass_through_default"] = round(run_pass_through(broker, tmp, values, tuned=False), 1)
         click.echo(f"pass-through agent (Faust defaults): {results['pass_through_default']} msgs/s")
@@ -270,23 +276,39 @@ def command(documents: int, partitions: int, rates: str, seconds: float, out: st
         results["latency_at_half_peak"] = min(sweep, key=lambda r: abs(r["fraction_of_peak"] - 0.5))
         results["ratio_vs_pass_through_default"] = round(peak / max(1e-9, results["pass_through_default"]), 2)
         results["ratio_vs_pass_through_tuned"] = round(peak / max(1e-9, results["pass_through_tuned"]), 2)
+        results["ratio_2_workers_vs_scan"] = round((runs[1]["docs_per_s"] or 0) / results["scan_docs_per_s"], 2)
+        results["every_document_answered"] = all(r["verdicts"] == len(values) for r in runs)
         results["worker_logs"] = str(tmp)
+    results["machine"] = machine()
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "e2e.json").write_text(json.dumps(results, indent=1))
-    _plot(results, out_dir / "e2e.png")
-    click.echo(json.dumps({k: results[k] for k in ("ratio_vs_pass_through_default", "ratio_vs_pass_through_tuned")}))
-    click.echo(f"wrote {out_dir / 'e2e.json'} and {out_dir / 'e2e.png'} (worker logs in {tmp})")
+    (out_dir / f"{name}.json").write_text(json.dumps(results, indent=1))
+    _plot(results, out_dir / f"{name}.png")
+    click.echo(json.dumps({k: results[k] for k in ("ratio_vs_pass_through_default", "ratio_vs_pass_through_tuned",
+                                                   "ratio_2_workers_vs_scan", "every_document_answered")}))
+    click.echo(f"wrote {out_dir / name}.json and .png (worker logs in {tmp})")
+
+
+def run_scan(tmp: Path, values: list[bytes]) -> float:
+    """Documents/s of one `dedup scan` process over ``values``, start-up included."""
+    path = tmp / "scan-input.jsonl"
+    path.write_bytes(b"\n".join(values) + b"\n")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "stream", "scan", str(path), "--out", os.devnull], check=True,
+                   stderr=subprocess.DEVNULL)
+    return len(values) / (time.perf_counter() - started)
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.4))
-    labels = ["pass-through\n(default)", "pass-through\n(tuned)"] + [
+    labels = ["pass-through\n(default)", "pass-through\n(tuned)", "dedup scan\n(1 process)"] + [
         f"dedup\n{r['workers']} worker(s)" for r in results["throughput"]]
-    values = [results["pass_through_default"], results["pass_through_tuned"]] + [
+    values = [results["pass_through_default"], results["pass_through_tuned"], results["scan_docs_per_s"]] + [
         r["docs_per_s"] for r in results["throughput"]]
-    ax1.bar(labels, values, color=["#999", "#bbb", "#1f77b4", "#2ca02c"])
+    ax1.bar(labels, values, color=["#999", "#bbb", "#9467bd", "#1f77b4", "#2ca02c"])
+    ax1.axhline(1.5 * results["scan_docs_per_s"], color="red", linestyle="--", label="target: 2 workers = 1.5x scan")
+    ax1.legend(fontsize=8)
     ax1.set_ylabel("messages or documents / s")
     ax1.set_title("Throughput on tansu (same run)")
     for q, color in (("p50", "#2ca02c"), ("p90", "#ff7f0e"), ("p99", "#d62728")):
