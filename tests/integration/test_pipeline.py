@@ -40,7 +40,8 @@ def test_two_workers_give_the_same_final_table(deployment: Deployment, corpus: l
                                                expected: dict[str, Row]) -> None:
     deployment.start_worker("a")
     deployment.start_worker("b")
-    time.sleep(8)  # both in the group before the data arrives, so the work is really shared
+    for data in ("a-0", "b-1"):  # both in the group before the data arrives, so the work is really shared
+        deployment.wait_ready(deployment.tmp / data)
     deployment.publish(corpus)
     table = deployment.final_table(len(corpus))
     assert rows(table) == expected

@@ -9,7 +9,7 @@ import pytest
 
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter
 
-GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "golden_fingerprints.json").read_text(encoding="utf-8"))
+GOLDEN = json.loads((Path(__file__).parents[1] / "fixtures" / "golden_fingerprints.json").read_text(encoding="utf-8"))
 DOCS = {
     "zh": Document("zh", "人工智能技术正在改变我们的生活方式，从智能手机到自动驾驶汽车，从医疗诊断到金融分析。"
                    "研究人员认为，未来十年内机器学习将在更多领域得到应用。", title="人工智能"),

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from stream.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 POEM = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
 OTHER = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
 THIRD = "千山鸟飞绝，万径人踪灭。孤舟蓑笠翁，独钓寒江雪。"

@@ -21,7 +21,7 @@ PARTITIONS = 4
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS)
 CONFIG = FingerprintConfig(segmenter="auto")
 MATCHING = MatchSettings()
-FIXTURE = Path(__file__).parent / "fixtures" / "tang_small.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "tang_small.jsonl"
 
 
 class Out:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from stream.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def truth_pairs() -> set[frozenset[str]]:

@@ -86,7 +86,7 @@ def test_trafilatura_runs_once_per_page(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_a_sure_page_does_not_import_trafilatura() -> None:
-    here = str(Path(__file__).parent)
+    here = str(Path(__file__).parents[1])
     code = (f"import sys; sys.path.insert(0, {here!r}); from fixtures.html_pages import build_page;"
             "from stream.text.html import extract; page = extract(build_page('en_bees', 'blog'));"
             "print(page.method, 'trafilatura' in sys.modules, 'resiliparse' in sys.modules)")

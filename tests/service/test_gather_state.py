@@ -1,0 +1,59 @@
+"""The gather state: rounds, completion, revisions, supersession (stream/service/stages/gather_state.py)."""
+
+from __future__ import annotations
+
+import json
+
+from stream.detect import Match
+from stream.service.stages.gather_state import GatherState
+from stream.service.stages.messages import Source
+
+SRC = Source("documents", 1, 42, 1000.0)
+
+
+def _match(i: str, ts: float, sim: int = 0) -> Match:
+    return Match(i, 2, 0.9, (ts, i), simhash=sim)
+
+
+def test_gather_completes_after_all_partitions_and_redelivery_is_idempotent() -> None:
+    st = GatherState("d")
+    assert not st.answer("t:0:1", 0, [_match("a", 1.0)])  # answer before its header: kept for its round
+    assert st.expect("t:0:1", 2, (5.0, "d"), SRC, 0xABC, "schema-1") == (False, False)
+    assert st.answer("t:0:1", 3, [_match("d", 5.0), _match("b", 9.0)])  # never itself, never a later one
+    assert st.summary.count == 1 and st.summary.canonical is not None and st.summary.canonical.id == "a"
+    st.published = True
+    again = GatherState.from_json(json.loads(json.dumps(st.to_json())))
+    assert (again.simhash, again.schema, again.empty) == (0xABC, "schema-1", False)
+    assert again.answer("t:0:1", 0, [_match("a", 1.0)])  # redelivered round: complete again, same set
+    assert again.summary.count == 1 and not again.revised
+
+
+def test_gather_a_later_record_of_the_id_starts_afresh_and_supersedes_an_unpublished_round() -> None:
+    st = GatherState("d")
+    st.expect("t:0:5", 2, (5.0, "d"), SRC, 0xABC, "s")
+    st.answer("t:0:5", 0, [_match("a", 1.0)])
+    complete, superseded = st.expect("t:0:9", 1, (5.0, "d"), SRC, 0xDEF, "s")
+    assert superseded and not complete and st.summary.count == 0  # the new version's probe finds all again
+    assert not st.answer("t:0:5", 1, [_match("x", 1.0)])  # the old round's late answer is dropped
+    assert st.answer("t:0:9", 0, [_match("b", 2.0)]) and [m.id for m in st.summary.listed()] == ["b"]
+    assert st.expect("t:0:5", 2, (5.0, "d"), SRC, 0xABC, "s") == (False, False)  # an older replay: ignored
+    assert st.round == "t:0:9"
+
+
+def test_gather_revision_only_republishes_new_matches_after_publication() -> None:
+    st = GatherState("d")
+    st.expect("t:0:1", 0, (5.0, "d"), SRC, 0xABC, "schema-1")
+    assert not st.revise(_match("e", 1.0), 0xABC)  # not yet published: merged, no extra verdict
+    st.published = True
+    assert st.revise(_match("f", 2.0), 0xABC) and st.revised
+    assert not st.revise(_match("f", 2.0), 0xABC)
+    assert st.summary.count == 2
+
+
+def test_gather_a_revision_of_a_version_not_yet_seen_waits_for_its_header() -> None:
+    st = GatherState("d")
+    st.expect("t:0:1", 0, (5.0, "d"), SRC, 0xAAA, "s")
+    assert not st.revise(_match("e", 1.0), 0xBBB)  # matched the next version, whose header is on its way
+    assert st.summary.count == 0
+    st.expect("t:0:2", 0, (5.0, "d"), SRC, 0xBBB, "s")
+    assert [m.id for m in st.summary.listed()] == ["e"]

@@ -1,0 +1,37 @@
+"""Wire formats between the stages, and dead-letter envelopes (stream/service/stages/messages.py)."""
+
+from __future__ import annotations
+
+import json
+
+from stream.detect import Match
+from stream.service.stages.messages import Answer, Header, ProbeItem, Revise, Source, dead_letter, entry_from_json
+
+SRC = Source("documents", 1, 42, 1000.0)
+
+
+def test_wire_formats_round_trip() -> None:
+    m = Match("x", 3, 0.85, (1.5, "x"), True, 0xF00)
+    assert Match.from_wire(m.to_wire()) == m
+    contained = Match("y", 9, 0.52, (2.5, "y"), False, 0xF01, containment=0.93, relation="contained")
+    assert Match.from_wire(contained.to_wire()) == contained
+    # the shorter forms written before containment (and before simhash) are still read: similar matches
+    assert Match.from_wire(["z", 2, 0.9, 1.0, "z", False, 7]) == Match("z", 2, 0.9, (1.0, "z"), False, 7)
+    assert Match.from_wire(["z", 2, 0.9, 1.0, "z", False]) == Match("z", 2, 0.9, (1.0, "z"), False)
+    header = Header("d", "t:0:1", 2, SRC, (2.0, "d"), 0xABC, "s1")
+    item = ProbeItem("d", "t:0:1", b"\x00\x01", (2.0, "d"), [0, 5], header)
+    assert ProbeItem.from_json(item.to_json()) == item
+    for entry in (header, Answer("d", "t:0:1", 3, [m], header, final=False), Revise("d", m, 0xABC)):
+        assert entry_from_json(json.loads(json.dumps(entry.to_json()))) == entry
+    letter = json.loads(dead_letter("not_utf8", "bad", "parse", SRC, b"k", b"\xff"))
+    assert letter["value_encoding"] == "base64" and letter["key"] == "k" and letter["source"]["offset"] == 42
+    assert letter["code"] == "not_utf8"
+
+
+def test_a_dead_letter_always_fits_and_says_how_to_find_the_original() -> None:
+    huge = b"{" + b"x" * 3_000_000
+    letter = dead_letter("not_json", "not valid JSON", "parse", SRC, b"k", huge, limit=1_000_000)
+    assert len(letter) < 1_000_000
+    envelope = json.loads(letter)
+    assert envelope["value_truncated"] and envelope["value_length"] == len(huge)
+    assert len(envelope["value_sha256"]) == 64 and envelope["source"] == SRC.to_json()
