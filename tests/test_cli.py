@@ -98,8 +98,7 @@ def test_help_lists_exit_codes_and_every_option_is_explained() -> None:
             command = group.get_command(ctx, name)
             assert command is not None and command.help, f"{path} {name} has no help"
             if isinstance(command, click.Group):
-                if name != "bench":
-                    walk(command, f"{path} {name}")
+                walk(command, f"{path} {name}")
                 continue
             for param in command.params:
                 if isinstance(param, click.Option) and param.name != "help":

@@ -182,15 +182,17 @@ def peer_labels() -> dict[str, str]:
 @click.option("--track", "track_specs", multiple=True, metavar="NAME=DOCS:PAIRS",
               help="Another corpus and its ground-truth pairs (instead of the registered ones).")
 @click.option("--limit", type=int, default=None, help="Only the first N documents of each track.")
-@click.option("-k", "k", type=int, default=3, show_default=True)
+@click.option("-k", "k", type=int, default=3, show_default=True, help="SimHash Hamming radius.")
 @click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,seed004+pos,binary,shingles", show_default=True,
               help="SimHash-only variants to compare ('' for none).")
 @click.option("--no-peers", is_flag=True, help="Skip the simhash and datasketch peers.")
-@click.option("--segmenter", type=click.Choice(["auto", "rjieba", "jieba"]), default="auto", show_default=True)
+@click.option("--segmenter", type=click.Choice(["auto", "rjieba", "jieba"]), default="auto", show_default=True,
+              help="Word segmenter (all give the same tokens).")
 @click.option("--short-text-chars", type=int, default=FingerprintConfig.short_text_chars, show_default=True,
               help="Texts up to this many characters are also verified on character 3-grams.")
-@click.option("--sketch-bytes", type=int, default=FingerprintConfig.sketch_bytes, show_default=True)
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True)
+@click.option("--sketch-bytes", type=int, default=FingerprintConfig.sketch_bytes, show_default=True,
+              help="Size of the verification sketch.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
 def command(names: str, track_specs: tuple[str, ...], limit: int | None, k: int, weightings: str, no_peers: bool,
             segmenter: str, short_text_chars: int, sketch_bytes: int, out_dir: str) -> None:
     """Pair precision/recall/F1 of our default and its variants next to the peers, per track."""

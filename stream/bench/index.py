@@ -334,24 +334,28 @@ def _ints(text: str) -> list[int]:
 @click.command("index")
 @click.option("--sizes", default="100000,1000000", show_default=True, help="Index sizes N, comma separated.")
 @click.option("--queries", default=2000, show_default=True, help="Fresh queries after each build.")
-@click.option("--distributions", default="uniform,skewed,zipf", show_default=True)
+@click.option("--distributions", default="uniform,skewed,zipf", show_default=True,
+              help="Fingerprint distributions of the build runs.")
 @click.option("--peer-max", default=1_000_000, show_default=True, help="Largest N for simhash.SimhashIndex.")
 @click.option("--peer-seconds", default=60.0, show_default=True, help="Query time budget of the peer per run.")
-@click.option("--peer-min-queries", default=100, show_default=True)
+@click.option("--peer-min-queries", default=100, show_default=True,
+              help="Queries the peer answers at least (it is slow under skew).")
 @click.option("--sweep", default="0,0.05,0.1,0.2,0.4", show_default=True, help="Skew fractions ('' to skip).")
-@click.option("--sweep-size", default=100_000, show_default=True)
+@click.option("--sweep-size", default=100_000, show_default=True, help="Documents of each skew-sweep run.")
 @click.option("--min-split", type=int, default=None, help="Override BlockIndex min_split.")
 @click.option("--variants", default="split,batch,nosplit", show_default=True,
               help="Our variants: split (one call per document), batch (query_many/insert_many), nosplit.")
 @click.option("--batch", default=1024, show_default=True, help="Documents per call of the batch variant.")
 @click.option("--product-sizes", default="120000", show_default=True,
               help="Stream sizes of the product rows (Detector, fingerprints with bands and payloads; '' to skip).")
-@click.option("--product-distributions", default="skewed", show_default=True)
+@click.option("--product-distributions", default="skewed", show_default=True,
+              help="Distributions of the product-path runs.")
 @click.option("--product-variants", default="probe_many,probe", show_default=True,
               help="probe_many (batches: the product's path) and/or probe (one call per document).")
 @click.option("--product-batch", default=512, show_default=True, help="Documents per probe_many call.")
 @click.option("--near", default=0.05, show_default=True, help="Share of near copies in the product stream.")
-@click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", default="bench-results/index", show_default=True, type=click.Path(path_type=Path),
+              help="Where the JSON and PNG go.")
 def command(
     sizes: str, queries: int, distributions: str, peer_max: int, peer_seconds: float, peer_min_queries: int,
     sweep: str, sweep_size: int, min_split: int | None, variants: str, batch: int, product_sizes: str,

@@ -95,9 +95,9 @@ def plot(result: dict[str, object], out: Path) -> None:
 @click.command("scan")
 @click.option("--corpus", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL corpus (default: the one `dedup bench corpus-zh` builds).")
-@click.option("--docs", "count", default=1700, show_default=True)
+@click.option("--docs", "count", default=1700, show_default=True, help="Documents of the corpus to scan.")
 @click.option("--rounds", default=5, show_default=True, help="Alternating rounds of every variant.")
-@click.option("--out", "out_dir", default=f"{DEFAULT_OUT}/scan", show_default=True)
+@click.option("--out", "out_dir", default=f"{DEFAULT_OUT}/scan", show_default=True, help="Where the JSON and PNG go.")
 def command(corpus: Path | None, count: int, rounds: int, out_dir: str) -> None:
     """dedup scan vs jieba.lcut alone on real ~3 KB Chinese documents, whole processes."""
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:

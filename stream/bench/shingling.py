@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from stream.bench.accuracy import Track, load_registered, score
-from stream.bench.common import DEFAULT_OUT, pyplot, save_json
+from stream.bench.common import DEFAULT_OUT, pyplot, save_json, stamp
 from stream.text.normalize import normalize
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
@@ -117,8 +117,8 @@ def compare(track: Track, rules: dict[str, Rule]) -> dict[str, Any]:
 
 @click.command("shingling")
 @click.option("--tracks", "names", default="", help="Comma-separated registered tracks (default: all present).")
-@click.option("--rules", "rule_names", default=",".join(RULES), show_default=True)
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True)
+@click.option("--rules", "rule_names", default=",".join(RULES), show_default=True, help="Shingle rules to compare.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
 def command(names: str, rule_names: str, out_dir: str) -> None:
     """Exact pair precision/recall of each shingle rule against each track's ground truth."""
     rules = {n: RULES[n] for n in rule_names.split(",")}
@@ -139,6 +139,7 @@ def command(names: str, rule_names: str, out_dir: str) -> None:
     ax.set_ylabel("pair F1, exact Jaccard of the rule's shingles")
     ax.legend(fontsize=8)
     ax.set_title("shingle rules against the ground truth (character 5-grams / word 3-grams)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig)
     fig.savefig(Path(out_dir) / "shingling.png", dpi=110)
     click.echo(f"saved {target}")

@@ -142,7 +142,8 @@ def command() -> None:
 
 @command.command("build")
 @click.argument("names", nargs=-1)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Random seed of the edits (the build is reproducible).")
 def build_command(names: tuple[str, ...], seed: int) -> None:
     """Download the sources and build tracks (default: every buildable one) into the track cache."""
     for name in names or tuple(BUILDERS):

@@ -235,7 +235,8 @@ def track_paths(out: Path) -> dict[str, tuple[Path, Path]]:
 @click.command("crawl-tracks")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
               help="Where the Debian packages are fetched and unpacked, and the tracks written.")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Random seed of the templates and edits (the build is reproducible).")
 @click.option("--en-pages", type=int, default=150, show_default=True, help="Source pages of the English track.")
 def command(cache: Path, seed: int, en_pages: int) -> None:
     """Build the crawl-like HTML tracks (zh-news, en-docs) from Debian packages into CACHE/tracks."""
