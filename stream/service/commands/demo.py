@@ -14,9 +14,10 @@ from typing import Any
 
 import click
 
+from stream.errors import DedupError
 from stream.service.commands.verdicts import VerdictStats, open_consumer
 from stream.service.runtime.embedded import EmbeddedBroker
-from stream.service.settings import load_settings
+from stream.service.settings import Settings, load_settings
 
 
 def sample_lines(data: str | None) -> list[str]:
@@ -38,78 +39,25 @@ def start_workers(n: int, env: dict[str, str], root: Path) -> list[subprocess.Po
 
 def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, keep_running: bool = False) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from stream.service.runtime.worker import apply_topology
 
     console = Console(soft_wrap=True)  # piped output: one verdict a line, never wrapped
     lines = sample_lines(data)
-    ids = [json.loads(line)["id"] for line in lines]
     root = Path(tempfile.mkdtemp(prefix="dedup-demo-"))
     broker = EmbeddedBroker(log_path=root / "tansu.log").start()
     console.print(f"[bold]embedded broker[/bold] tansu on {broker.bootstrap} (in memory); state in {root}")
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_PARTITIONS": str(partitions),
            "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_APP_ID": "dedup-demo"}
     settings = load_settings(env=env)
-    from stream.service.runtime.worker import apply_topology
-
     apply_topology(settings, lambda m: console.print(f"[dim]{m}[/dim]"))
     procs = start_workers(workers, env, root)
-    stats = VerdictStats()
     try:
         with console.status(f"starting {workers} worker(s) (consumer-group join, table recovery)..."):
             _wait_ready(root, procs)
-        from stream.service.commands.publish import DocumentProducer
-
-        t0 = time.time()
-        with DocumentProducer(settings=settings) as producer:
-            for line in lines:
-                producer.send(line.encode(), key=json.loads(line)["id"])
-        console.print(f"published {len(lines)} documents to '{settings.documents_topic}'")
-        consumer = open_consumer(settings, settings.verdicts_topic)
-        first_at: float | None = None
-        last_at = t0
-        with Progress(TextColumn("verdicts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console) as bar:
-            task = bar.add_task("verdicts", total=len(set(ids)))
-            deadline = time.time() + 300
-            while len(stats.latest) < len(set(ids)) and time.time() < deadline:
-                for msg in consumer.consume(500, 0.3):
-                    if msg.error() or msg.value() is None:
-                        continue
-                    v: dict[str, Any] = json.loads(msg.value())
-                    stats.add(v)
-                    first_at = first_at or time.time()
-                    last_at = time.time()
-                    if v["verdict"] in ("duplicate", "near_duplicate"):
-                        tag = "revised " if v.get("revised") else ""
-                        others = f", {v['match_count']} matches" if v.get("match_count", 1) > 1 else ""
-                        how = "contained in" if v.get("relation") == "contained" else "~"
-                        bar.console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} {how} {v['canonical']} "
-                                          f"(similarity {v['similarity']:.2f}, distance {v['distance']}{others})",
-                                          markup=True, highlight=False)
-                bar.update(task, completed=len(stats.latest))
-                if any(p.poll() is not None for p in procs):
-                    raise SystemExit(f"a worker stopped; see {root}/worker-*.log")
-            # late revisions
-            end = time.time() + 2
-            while time.time() < end:
-                for msg in consumer.consume(500, 0.3):
-                    if not msg.error() and msg.value() is not None:
-                        stats.add(json.loads(msg.value()))
-        consumer.close()
-        summary = stats.summary()
-        elapsed = max(1e-9, last_at - t0)
-        counts = summary["verdicts"]
-        console.print()
-        console.print("[bold]summary[/bold]")
-        console.print(f"  documents        {summary['documents']}")
-        console.print(f"  duplicates found {counts.get('duplicate', 0)} exact, {counts.get('near_duplicate', 0)} near, "
-                      f"{counts.get('unique', 0)} unique, {counts.get('empty', 0)} empty; {stats.revised} revisions")
-        console.print(f"  throughput       {summary['documents'] / elapsed:.0f} documents/s "
-                      f"(publish to last verdict, {elapsed:.1f} s)")
-        lat = summary["latency_ms"]
-        if lat:
-            console.print(f"  latency          p50 {lat['p50']} ms, p90 {lat['p90']} ms, p99 {lat['p99']} ms "
-                          "(record timestamp to verdict; a burst, so this includes queueing)")
+        started = _publish(settings, lines, console)
+        stats, last_at = _follow(settings, len({json.loads(line)["id"] for line in lines}), procs, root, console)
+        _summarize(stats, max(1e-9, last_at - started), console)
         if keep_running:
             broker.register()
             console.print(f"broker and worker keep running: `dedup verdicts` (or --broker {broker.url}); "
@@ -120,15 +68,92 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     except KeyboardInterrupt:
         return 130
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _stop(procs)
         broker.stop()
+
+
+def _publish(settings: Settings, lines: list[str], console: Any) -> float:
+    """Publish the sample; returns when publishing started."""
+    from stream.service.commands.publish import DocumentProducer
+
+    started = time.time()
+    with DocumentProducer(settings=settings) as producer:
+        for line in lines:
+            producer.send(line.encode(), key=json.loads(line)["id"])
+    console.print(f"published {len(lines)} documents to '{settings.documents_topic}'")
+    return started
+
+
+def _follow(settings: Settings, documents: int, procs: list[subprocess.Popen[bytes]], root: Path,
+            console: Any) -> tuple[VerdictStats, float]:
+    """Print duplicates as their verdicts arrive, until every document has one (and 2 s for late
+    revisions); returns the counts and when the last verdict arrived."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    stats = VerdictStats()
+    consumer = open_consumer(settings, settings.verdicts_topic)
+    last_at = time.time()
+    try:
+        with Progress(TextColumn("verdicts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console) as bar:
+            task = bar.add_task("verdicts", total=documents)
+            deadline = time.time() + 300
+            while len(stats.latest) < documents and time.time() < deadline:
+                for msg in consumer.consume(500, 0.3):
+                    if msg.error() or msg.value() is None:
+                        continue
+                    verdict: dict[str, Any] = json.loads(msg.value())
+                    stats.add(verdict)
+                    last_at = time.time()
+                    _print_duplicate(verdict, bar.console)
+                bar.update(task, completed=len(stats.latest))
+                if any(p.poll() is not None for p in procs):
+                    raise DedupError(f"a worker stopped; see {root}/worker-*.log")
+            end = time.time() + 2
+            while time.time() < end:
+                for msg in consumer.consume(500, 0.3):
+                    if not msg.error() and msg.value() is not None:
+                        stats.add(json.loads(msg.value()))
+    finally:
+        consumer.close()
+    return stats, last_at
+
+
+def _print_duplicate(v: dict[str, Any], console: Any) -> None:
+    if v["verdict"] not in ("duplicate", "near_duplicate"):
+        return
+    tag = "revised " if v.get("revised") else ""
+    others = f", {v['match_count']} matches" if v.get("match_count", 1) > 1 else ""
+    how = "contained in" if v.get("relation") == "contained" else "~"
+    console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} {how} {v['canonical']} "
+                  f"(similarity {v['similarity']:.2f}, distance {v['distance']}{others})", markup=True, highlight=False)
+
+
+def _summarize(stats: VerdictStats, elapsed: float, console: Any) -> None:
+    summary = stats.summary()
+    counts = summary["verdicts"]
+    console.print()
+    console.print("[bold]summary[/bold]")
+    console.print(f"  documents        {summary['documents']}")
+    console.print(f"  duplicates found {counts.get('duplicate', 0)} exact, {counts.get('near_duplicate', 0)} near, "
+                  f"{counts.get('unique', 0)} unique, {counts.get('empty', 0)} empty; {stats.revised} revisions")
+    console.print(f"  throughput       {summary['documents'] / elapsed:.0f} documents/s "
+                  f"(publish to last verdict, {elapsed:.1f} s)")
+    lat = summary["latency_ms"]
+    if lat:
+        console.print(f"  latency          p50 {lat['p50']} ms, p90 {lat['p90']} ms, p99 {lat['p99']} ms "
+                      "(record timestamp to verdict; a burst, so this includes queueing)")
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
 
 
 def _wait_ready(root: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 90.0) -> None:
@@ -139,9 +164,9 @@ def _wait_ready(root: Path, procs: list[subprocess.Popen[bytes]], timeout: float
     deadline = time.time() + timeout
     while not all(m.exists() for m in markers):
         if any(p.poll() is not None for p in procs):
-            raise SystemExit(f"a worker exited during start-up; see {root}/worker-*.log")
+            raise DedupError(f"a worker exited during start-up; see {root}/worker-*.log")
         if time.time() > deadline:
-            raise SystemExit(f"the workers were not ready after {timeout:.0f} s; see {root}/worker-*.log")
+            raise DedupError(f"the workers were not ready after {timeout:.0f} s; see {root}/worker-*.log")
         time.sleep(0.2)
 
 

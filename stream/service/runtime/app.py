@@ -82,6 +82,33 @@ def _source(event: EventT) -> Source:
     return Source(m.topic, m.partition, m.offset, float(m.timestamp))
 
 
+def faust_app(s: Settings) -> faust.App:
+    """The Faust app of a worker: raw bytes everywhere, RocksDB tables, our recovery checks."""
+    return faust.App(
+        s.app_id,
+        broker=s.faust_broker,
+        broker_credentials=s.security.faust(),
+        datadir=str(s.data_dir),
+        store="rocksdb://",
+        web_enabled=False,
+        topic_partitions=s.partitions,
+        topic_replication_factor=s.replication,
+        topic_allow_declare=True,
+        table_standby_replicas=s.standby_replicas,
+        consumer_auto_offset_reset="earliest",
+        broker_rebalance_timeout=s.rebalance_timeout,
+        broker_session_timeout=max(s.rebalance_timeout, 10.0),
+        broker_heartbeat_interval=1.0,
+        broker_commit_every=s.batch_size * 4,
+        broker_commit_interval=1.0,
+        key_serializer="raw",
+        value_serializer="raw",
+        stream_buffer_maxsize=max(4096, s.batch_size * 8),
+        consumer_max_fetch_size=4 << 20,
+        recovery_consistency_check=False,  # install_data_loss_check says it better
+    )
+
+
 class DedupApp:
     def __init__(self, settings: Settings, health: Health) -> None:
         self.settings = s = settings
@@ -92,29 +119,7 @@ class DedupApp:
         install_data_loss_check(self._on_data_loss)
         install_gap_guard()
         topology = s.topology()
-        self.app = faust.App(
-            s.app_id,
-            broker=s.faust_broker,
-            broker_credentials=s.security.faust(),
-            datadir=str(s.data_dir),
-            store="rocksdb://",
-            web_enabled=False,
-            topic_partitions=s.partitions,
-            topic_replication_factor=s.replication,
-            topic_allow_declare=True,
-            table_standby_replicas=s.standby_replicas,
-            consumer_auto_offset_reset="earliest",
-            broker_rebalance_timeout=s.rebalance_timeout,
-            broker_session_timeout=max(s.rebalance_timeout, 10.0),
-            broker_heartbeat_interval=1.0,
-            broker_commit_every=s.batch_size * 4,
-            broker_commit_interval=1.0,
-            key_serializer="raw",
-            value_serializer="raw",
-            stream_buffer_maxsize=max(4096, s.batch_size * 8),
-            consumer_max_fetch_size=4 << 20,
-            recovery_consistency_check=False,  # install_data_loss_check says it better
-        )
+        self.app = faust_app(s)
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
         self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker",
@@ -134,7 +139,17 @@ class DedupApp:
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.partitions, internal=True, **RAW_TOPIC)
         self.gather_topic = self.app.topic(self.topics.gather, partitions=s.partitions, internal=True, **RAW_TOPIC)
+        self._make_stages()
+        # one ledger per agent; positions live in the gather state table (partition = input partition),
+        # at most once a second per partition (a lagging position only re-reads, idempotently)
+        self.ledgers = {stage: InputLedger(self._load_position, save_every=LEDGER_SAVE_SECONDS)
+                        for stage in ("documents", "probe", "gather")}
+        for stage, ledger in self.ledgers.items():
+            metrics.watch_ledger(stage, ledger)
+        self._define_agents()
 
+    def _make_stages(self) -> None:
+        s = self.settings
         config, matching = s.fingerprint_config(), s.match_settings()
         self.documents = DocumentStage(config, matching, self.topics, self.output)
         self._block_stores: dict[int, FaustTableStore] = {}
@@ -147,14 +162,6 @@ class DedupApp:
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
         self.pipeline.warm_up()
-        # one ledger per agent; positions live in the gather state table (partition = input partition)
-        # positions at most once a second per partition: per batch it was ~1.5 changelog records per
-        # document at 100 docs/s; a lagging position only means re-reading (idempotent) after a crash
-        self.ledgers = {stage: InputLedger(self._load_position, save_every=LEDGER_SAVE_SECONDS)
-                        for stage in ("documents", "probe", "gather")}
-        for stage, ledger in self.ledgers.items():
-            metrics.watch_ledger(stage, ledger)
-        self._define_agents()
 
     def _request_seeks(self, seeks: dict[TP, int]) -> None:
         """Ask the fetch loop to read these input partitions again from the given offsets."""
