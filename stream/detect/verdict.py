@@ -99,6 +99,25 @@ class MatchSummary:
             self.seen.add(h)
         else:
             self.unchecked += 1
+        self._keep(m)
+        return True
+
+    def merge(self, other: MatchSummary) -> bool:
+        """Add every match ``other`` counted (a set union, like ``add`` one by one); True if any was new."""
+        before, counted = self.count, set(self.seen)
+        new = other.seen - counted
+        room = max(0, SEEN_LIMIT - len(counted))
+        self.seen.update(sorted(new)[:room])
+        self.unchecked += max(0, len(new) - room) + other.unchecked
+        placed = {m.id for m in self.nearest}
+        for m in (other.earliest, other.earliest_exact, *other.nearest):
+            if m is not None and m.id not in placed and id_hash(m.id) not in counted:
+                self._keep(m)
+                placed.add(m.id)
+        return self.count > before
+
+    def _keep(self, m: Match) -> None:
+        """Place a newly counted match among the earliest, the earliest exact and the nearest."""
         if self.earliest is None or m.order < self.earliest.order:
             self.earliest = m
         if m.exact and (self.earliest_exact is None or m.order < self.earliest_exact.order):
@@ -106,7 +125,6 @@ class MatchSummary:
         if len(self.nearest) < self.limit or _nearness(m) < _nearness(self.nearest[-1]):
             bisect.insort(self.nearest, m, key=_nearness)
             del self.nearest[self.limit:]
-        return True
 
     def listed(self) -> tuple[Match, ...]:
         """The canonical and the nearest others, ``limit`` in all, sorted by (distance, order)."""

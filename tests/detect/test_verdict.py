@@ -99,3 +99,22 @@ def test_a_summary_survives_its_json_form() -> None:
                                           Match("b", 0, 1.0, (2.0, "b"), exact=True)], limit=3)
     again = MatchSummary.from_json(summary.to_json(), limit=3)
     assert again == summary and not again.add(Match("a", 1, 0.9, (1.0, "a")))
+
+
+def test_merging_summaries_equals_adding_their_matches_one_by_one() -> None:
+    rng = random.Random(11)
+    matches = [Match(f"m{i}", rng.randrange(0, 20), 0.9, (float(rng.randrange(100)), f"m{i}"),
+                     exact=rng.random() < 0.1) for i in range(300)]
+    for _ in range(5):
+        rng.shuffle(matches)
+        cut = rng.randrange(len(matches))
+        left, right = MatchSummary(10), MatchSummary(10)
+        for m in matches[:cut]:
+            left.add(m)
+        for m in matches[cut - 40 :] if cut >= 40 else matches:  # overlapping halves
+            right.add(m)
+        whole = MatchSummary(10)
+        for m in matches:
+            whole.add(m)
+        assert left.merge(right) == (whole.count > cut) and not left.merge(right)
+        assert (left.count, left.canonical, left.listed()) == (whole.count, whole.canonical, whole.listed())

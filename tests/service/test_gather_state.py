@@ -57,3 +57,21 @@ def test_gather_a_revision_of_a_version_not_yet_seen_waits_for_its_header() -> N
     assert st.summary.count == 0
     st.expect("t:0:2", 0, (5.0, "d"), SRC, 0xBBB, "s")
     assert [m.id for m in st.summary.listed()] == ["e"]
+
+
+def test_gather_keeps_every_revision_that_arrives_before_its_versions_header() -> None:
+    st = GatherState("d")
+    for i in range(1_000):  # a hot document: far more revisions than a verdict lists
+        st.revise(_match(f"r{i:04}", float(i), 0xBBB), 0xBBB)
+    st.revise(_match("r0000", 0.0, 0xBBB), 0xBBB)  # a redelivered revision counts once
+    st = GatherState.from_json(json.loads(json.dumps(st.to_json())))
+    assert st.expect("t:0:2", 0, (5_000.0, "d"), SRC, 0xBBB, "s") == (True, False)
+    assert st.summary.count == 1_000 and st.summary.canonical is not None
+    assert st.summary.canonical.id == "r0000" and len(st.summary.listed()) == 50
+
+
+def test_gather_reads_revisions_stored_one_by_one() -> None:
+    old = GatherState("d").to_json() | {"pending": [[0xBBB, _match("e", 1.0).to_wire()]] * 2}
+    st = GatherState.from_json(json.loads(json.dumps(old)))
+    st.expect("t:0:2", 0, (5.0, "d"), SRC, 0xBBB, "s")
+    assert [m.id for m in st.summary.listed()] == ["e"] and st.summary.count == 1

@@ -27,7 +27,9 @@ from typing import Any
 from stream.detect import MAX_MATCHES, Match, MatchSummary, Order
 from stream.service.stages.messages import Source
 
-PENDING_LIMIT = 4 * MAX_MATCHES  # revisions kept for a version whose header has not arrived
+# versions of a document whose revisions are kept until their header arrives (a newer version's header
+# supersedes the older ones, so only the last few can still arrive)
+PENDING_VERSIONS = 4
 
 def round_position(round_id: str) -> tuple[str, int] | None:
     """(topic:partition, offset) of a round id, to tell which of two records of an id came later."""
@@ -63,7 +65,7 @@ class GatherState:
     summary: MatchSummary = field(default_factory=MatchSummary)
     early: dict[str, list[int]] = field(default_factory=dict)  # answers of rounds not yet started
     early_matches: dict[str, list[Match]] = field(default_factory=dict)
-    pending: list[tuple[int, Match]] = field(default_factory=list)  # revisions of a version not yet seen
+    pending: dict[int, MatchSummary] = field(default_factory=dict)  # revisions of versions not yet seen, by SimHash
     deleting: bool = False  # the current round deletes the document
     published: bool = False
     revised: bool = False
@@ -82,7 +84,7 @@ class GatherState:
             "summary": self.summary.to_json(),
             "early": self.early,
             "early_matches": {r: [m.to_wire() for m in ms] for r, ms in self.early_matches.items()},
-            "pending": [[sim, m.to_wire()] for sim, m in self.pending], "deleting": self.deleting,
+            "pending": [[sim, s.to_json()] for sim, s in self.pending.items()], "deleting": self.deleting,
             "published": self.published, "revised": self.revised,
         }
 
@@ -100,7 +102,7 @@ class GatherState:
             early={str(r): [int(p) for p in ps] for r, ps in (d.get("early") or {}).items()},
             early_matches={str(r): [Match.from_wire(w) for w in ws]
                            for r, ws in (d.get("early_matches") or {}).items()},
-            pending=[(int(sim), Match.from_wire(w)) for sim, w in d.get("pending") or []],
+            pending=_pending_from_json(d.get("pending") or [], limit),
             deleting=bool(d.get("deleting")),
             published=bool(d.get("published")), revised=bool(d.get("revised")),
         )
@@ -142,8 +144,9 @@ class GatherState:
             self.early_matches = {r: ms for r, ms in self.early_matches.items() if r in self.early}
             self.order, self.simhash = order, simhash
             self._merge(pending)
-            self._merge([m for sim, m in self.pending if sim == simhash])
-            self.pending = [(sim, m) for sim, m in self.pending if sim != simhash][-PENDING_LIMIT:]
+            revisions = self.pending.pop(simhash, None)
+            if revisions is not None:  # canonically earlier than this version by construction (ProbeStage)
+                self.summary.merge(revisions)
         self.order, self.source = order, source
         self.simhash, self.schema, self.empty = simhash, schema, empty
         return self.complete, superseded
@@ -166,11 +169,23 @@ class GatherState:
         """A canonically earlier document matched the version of this one whose SimHash is ``version``;
         True if a republish is due."""
         if self.round is None or version != self.simhash:  # that version's header is still to come
-            self.pending.append((version, match))
-            del self.pending[:-PENDING_LIMIT]
+            self.pending.setdefault(version, MatchSummary(self.limit)).add(match)
+            for old in list(self.pending)[:-PENDING_VERSIONS]:
+                del self.pending[old]
             return False
         new = self._merge([match])
         if new and self.published:
             self.revised = True
             return True
         return False
+
+
+def _pending_from_json(entries: list[Any], limit: int) -> dict[int, MatchSummary]:
+    """Revisions by version; also reads the older form, one ``[simhash, match]`` pair per revision."""
+    pending: dict[int, MatchSummary] = {}
+    for sim, value in entries:
+        if isinstance(value, dict):
+            pending[int(sim)] = MatchSummary.from_json(value, limit)
+        else:
+            pending.setdefault(int(sim), MatchSummary(limit)).add(Match.from_wire(value))
+    return pending
