@@ -42,6 +42,7 @@ BENCH_COMMANDS: dict[str, str] = {
     "corpus-zh": "stream.bench.corpus_zh:command",
     "scan": "stream.bench.scan:command",
     "reliability": "stream.bench.reliability:command",
+    "retention": "stream.bench.retention:command",
 }
 
 
