@@ -193,6 +193,19 @@ def copies_found(copies: list[Copy], table: dict[str, dict[str, Any]], window: f
             "beyond_window": len(beyond), "found_beyond": sum(found(c, o) for c, o, _ in beyond)}
 
 
+def halves(samples: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The samples of the first and the second half of the documents in: flat means the second half's
+    range is no higher than the first's."""
+    middle = samples[-1]["consumed"] / 2
+    return [("first", [x for x in samples if x["consumed"] < middle]),
+            ("second", [x for x in samples if x["consumed"] >= middle])]
+
+
+def _span(samples: list[dict[str, Any]], key: str, unit: float = 1.0) -> str:
+    values = [x[key] / unit for x in samples] or [0.0]
+    return f"{min(values):,.0f}-{max(values):,.0f}"
+
+
 def summary_lines(result: dict[str, Any]) -> list[str]:
     lines = []
     for name in ("retention", "none"):
@@ -204,10 +217,9 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
                      f"{s[-1]['records']:,} (peak {peak['records']:,}), bucket entries {s[-1]['entries']:,}, "
                      f"block-table disk {s[-1]['disk_bytes'] / 1e6:.1f} MB (peak "
                      f"{max(x['disk_bytes'] for x in s) / 1e6:.1f} MB), expired {s[-1]['expired']:,}")
-        half = [x for x in s if x["consumed"] >= s[-1]["consumed"] / 2]
-        if half:
-            lines.append(f"  records from half the stream to the end: {half[0]['records']:,} -> {s[-1]['records']:,}"
-                         f"; disk {half[0]['disk_bytes'] / 1e6:.1f} -> {s[-1]['disk_bytes'] / 1e6:.1f} MB")
+        for part, samples in halves(s):
+            lines.append(f"  {part} half of the stream: index records {_span(samples, 'records')}, bucket entries "
+                         f"{_span(samples, 'entries')}, disk {_span(samples, 'disk_bytes', 1e6)} MB")
     rule = result["rule_check"]
     lines.append(f"rule: matches with retention == matches without it within the window for {rule['equal']:,} of "
                  f"{rule['documents_compared']:,} documents")
