@@ -32,7 +32,7 @@ from stream.bench.observe import (
 )
 from stream.bench.poison import bad_messages, kind_of
 from stream.bench.tang import near_copy, poem_stream
-from stream.service.broker import EmbeddedBroker, free_port
+from stream.service.runtime.embedded import EmbeddedBroker, free_port
 
 Publishable = tuple[bytes | None, bytes | None]
 DEAD_MEMBER_S = 11  # the broker expires a SIGKILLed member before its successor may join (tests do the same)

@@ -47,7 +47,7 @@ from stream.bench.observe import disk_bytes, load, metric, publish, settled_tabl
 from stream.bench.state_size import state_size
 from stream.bench.tang import near_copy, poem_stream, tang_poems
 from stream.durations import parse_duration
-from stream.service.broker import EmbeddedBroker, free_port
+from stream.service.runtime.embedded import EmbeddedBroker, free_port
 
 Copy = tuple[str, str, float]  # copy id, original id, event-time gap in seconds
 

@@ -12,7 +12,7 @@ from typing import cast
 
 from stream.bench.observe import disk_bytes
 from stream.index.records import HANDLE_NS
-from stream.service.tablestore import FAUST_OFFSET_KEY
+from stream.service.runtime.tablestore import FAUST_OFFSET_KEY
 
 BLOCK_TABLE_GLOB = "v1/tables/blocks-*.db"  # Faust's layout of the worker's data dir
 
