@@ -91,7 +91,7 @@ def detail(r: dict[str, Any]) -> str:
 
 @click.command()
 @click.option("--size", type=click.Choice(sorted(SIZES)), default="full", show_default=True,
-              help="full: the sizes issue 17 asks for (~15-20 min on 2 cores); small: a quick run (~3-5 min).")
+              help="full: the sizes issue 17 asks for (~12-15 min on 2 cores); small: a quick run (~4 min).")
 @click.option("--scenarios", default=",".join(SCENARIOS), show_default=True,
               help="Comma-separated scenarios to run.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON goes.")

@@ -41,7 +41,7 @@ from typing import Any
 
 import click
 
-from stream.bench.common import DEFAULT_OUT, commit, machine, pyplot, save_json
+from stream.bench.common import DEFAULT_OUT, commit, machine, pyplot, save_json, stamp
 from stream.bench.harness import Deployment, row
 from stream.bench.observe import disk_bytes, load, metric, publish, settled_table
 from stream.bench.state_size import state_size
@@ -260,12 +260,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
         _plot_scan(d, result["scan"], label, style)
     else:
         d.set_visible(False)
-    m = result["machine"]
-    fig.suptitle(f"Retention on an endless stream: commit {result['commit']}, {m['cpus']} cores, Python "
-                 f"{m['python']}, {m['time']}; {result['settings']['documents']:,} documents, "
-                 f"{result['settings']['step']:.0f} s of event time apart, {result['settings']['rate']:.0f}/s",
-                 fontsize=10)
-    fig.tight_layout()
+    settings = result["settings"]
+    fig.suptitle(f"Retention on an endless stream: {settings['documents']:,} documents, {settings['step']:.0f} s of "
+                 f"event time apart, published at {settings['rate']:.0f}/s; retention {settings['retention']}, late "
+                 f"allowance {settings['late_allowance']}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    stamp(fig)
     fig.savefig(path, dpi=100)
 
 
