@@ -312,7 +312,7 @@ def deliveries(run: Run) -> dict[str, Any]:
         out = _finish(run, d, [*background, versions[-1]], len(background) + len(versions), expected)
         hot = out.pop("table")["hot"]
         hot_records = [v for k, v in raw_values(d, d.verdicts) if k == b"hot" and v is not None]
-        out.update(deliveries=len(versions), published_in_s=round(publish_s, 2), verdict_records_for_the_id=len(
+        out.update(deliveries=len(versions), published_in_s=round(publish_s, 4), verdict_records_for_the_id=len(
             hot_records), final_verdict=row(hot))
     return out
 
