@@ -1,0 +1,66 @@
+"""The reliability and retention benchmarks' own premises: every generated bad message is one the
+worker must reject, the retention stream puts its near copies where it says, and the checks compare
+what they claim to."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from stream.bench.harness import demo_docs
+from stream.bench.observe import compare
+from stream.bench.poison import KINDS, bad_messages, kind_of
+from stream.bench.retention import copies_found, retention_stream, rule_check
+from stream.errors import DocumentError
+from stream.fingerprint import parse_document
+
+
+def test_every_generated_bad_message_is_rejected_with_a_code() -> None:
+    messages = bad_messages(1_300)
+    kinds = Counter(kind for kind, _, _ in messages)
+    assert set(kinds) == {*KINDS, "no_key_no_value"} and len(messages) == 1_300
+    for kind, key, value in messages:
+        assert kind_of(key.decode() if key else None) == kind
+        if value is None:
+            continue
+        with pytest.raises(DocumentError) as caught:
+            parse_document(value)
+        assert caught.value.code, (kind, value[:80])
+
+
+def test_the_retention_stream_places_copies_within_and_beyond_the_window() -> None:
+    window, step = 600.0, 60.0
+    docs, copies = retention_stream(demo_docs(), 400, step, window, every=10)
+    by_id = {d["id"]: d for d in docs}
+    assert len(by_id) == len(docs) == 400 + len(copies)
+    assert [d["ts"] for d in docs] == sorted(d["ts"] for d in docs)
+    inside = [c for c in copies if c[2] <= window]
+    beyond = [c for c in copies if c[2] > window]
+    assert inside and beyond
+    assert all(by_id[c]["ts"] - by_id[o]["ts"] == gap for c, o, gap in copies)
+    assert all(gap > 1.2 * window for _, _, gap in beyond)
+
+
+def _verdict(doc_id: str, *matches: str) -> dict[str, object]:
+    return {"id": doc_id, "verdict": "near_duplicate" if matches else "unique",
+            "canonical": matches[0] if matches else None, "match_count": len(matches),
+            "matches": [{"id": m} for m in matches]}
+
+
+def test_the_rule_check_keeps_only_matches_within_the_window() -> None:
+    ts = {"a": 0.0, "b": 50.0, "c": 200.0}
+    without = {"a": _verdict("a"), "b": _verdict("b", "a"), "c": _verdict("c", "a", "b")}
+    right = {"a": _verdict("a"), "b": _verdict("b", "a"), "c": _verdict("c", "b")}
+    assert rule_check(right, without, ts, 160.0)["equal"] == 3
+    wrong = {**right, "c": _verdict("c", "a", "b")}  # a is 200 s before c: outside a 160 s window
+    assert rule_check(wrong, without, ts, 160.0)["equal"] == 2
+    found = copies_found([("c", "a", 200.0), ("b", "a", 50.0)], right, 160.0)
+    assert found == {"within_window": 1, "found_within": 1, "beyond_window": 1, "found_beyond": 0}
+
+
+def test_compare_names_missing_and_differing_ids() -> None:
+    table = {"a": _verdict("a"), "b": _verdict("b")}
+    expected = {"a": ("unique", None, ()), "b": ("near_duplicate", "a", ("a",)), "c": ("unique", None, ())}
+    result = compare(table, expected)
+    assert not result["equal"] and result["missing"] == 1 and result["differing"] == 1
