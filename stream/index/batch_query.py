@@ -1,9 +1,9 @@
 """The query half of a batch run (batch.py): every document against the index as it was before the
 run, then the pairs inside the run.
 
-SimHash: the k + 1 root buckets of every document come from the cache's slot lists; a split root
-is descended per document (``BucketTable.leaves``) and its leaves join the same filter pass; one numpy
-pass compares every candidate with its query (the buckets' arrays joined by ``bytes.join``, in C).
+SimHash: the k + 1 root buckets of every document come from the cache's slot lists, and one numpy
+pass compares every candidate with its query (the buckets' arrays joined by ``bytes.join``, in C);
+the documents below a split root are descended together, per root (split_batch.py).
 Bands: one compiled call looks every (document, band) of the batch up in the band map. One multi-get
 reads the records of every hit.
 """

@@ -41,16 +41,16 @@ class RocksStore(KVStore):
     - keys below ``HASHED_BELOW`` (the block index's bucket entries) live in their own column family
       whose memtable is a hash of linked lists by 3-byte prefix (table + top block) instead of one
       skip list: an entry key is random, and a skip-list insert of a random key costs ~3.5 us of
-      cache misses on our VM (0.3 us for sequential keys), a hash-bucket insert ~1 us. Scans of a
+      cache misses (0.3 us for sequential keys), a hash-bucket insert ~1 us. Scans of a
       prefix of 3 bytes or more stay inside one hash bucket; shorter ones fall back to a total-order
       seek (slow in that memtable, and unused by the index). Records, doc ids and expiry keys, whose
       keys grow in order and which ``expire`` scans in order, stay in the default family.
-      Both families are written by one atomic batch and flushed together (``atomic_flush``).
+      The families are written by one atomic batch and flushed together (``atomic_flush``).
     - doc-id keys (``IDS_FROM`` <= key < ``IDS_UNTIL``) live in a third family with a Bloom filter
       (10 bits per key, ~1.25 bytes per document) and a memtable Bloom: inserting a new document
       looks its id up first, a miss, and without a filter a miss searches every level (measured
-      ~18 us per insert at 1M documents, docs/index.md). A database created before this family
-      existed keeps its ids in the default family (no filter) and still opens.
+      ~18 us per insert at 1M documents, docs/index.md). A database created without this family
+      keeps its ids in the default family (no filter) and still opens.
     """
 
     HASHED_BELOW = HANDLE_NS  # the block index's record namespaces start here
@@ -70,7 +70,7 @@ class RocksStore(KVStore):
         options.set_allow_concurrent_memtable_write(False)
         families = {self.ENTRY_FAMILY: self._entry_options(cache)}
         existing = Rdict.list_cf(path) if (Path(path) / "CURRENT").exists() else None
-        with_ids = existing is None or self.ID_FAMILY in existing  # see the class doc: older databases
+        with_ids = existing is None or self.ID_FAMILY in existing  # see the class doc: a database without it
         if with_ids:
             families[self.ID_FAMILY] = self._id_options(cache)
         self._db = Rdict(path, options, column_families=families)
@@ -119,7 +119,7 @@ class RocksStore(KVStore):
     @classmethod
     def _entry_options(cls, cache: Cache) -> Options:
         # Entries are only scanned, never looked up by key: a longer run of delta-encoded keys between
-        # restart points costs a scan nothing and saves ~1.2 B/fp (100k skewed: 66.6 -> 65.4).
+        # restart points costs a scan nothing and saves ~1 B/fp at 100k skewed (docs/index.md, "Decisions").
         options = cls._options(cache, restart_interval=128)
         options.set_prefix_extractor(SliceTransform.create_max_len_prefix(cls.HASH_PREFIX))
         # the stub omits the bucket count the binding takes
