@@ -35,7 +35,7 @@ import click
 import numpy as np
 
 from stream.bench.common import commit, machine, pyplot, stamp
-from stream.index import BlockIndex
+from stream.index import BlockIndex, RocksStore
 
 if TYPE_CHECKING:
     from stream.bench.index_product import ProductRow
@@ -160,11 +160,9 @@ def run_ours(
         )
         index.flush()
         store = index.store
-        compact = getattr(store, "compact", None)
-        if compact is not None:
-            compact()
-        disk = getattr(store, "disk_bytes", None)
-        disk_per_fp = disk() / n if disk is not None else None
+        assert isinstance(store, RocksStore)  # the index opened it at path
+        store.compact()
+        disk_per_fp = store.disk_bytes() / n
         stats = index.stats()
         index.close()
     query_us = query_s / max(len(queries), 1) * 1e6

@@ -15,8 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, serialized_bands
 from stream.fingerprint.similarity import Overlap, overlap
-from stream.index import BlockIndex, IndexHit
-from stream.index.batch import BatchBands
+from stream.index import BatchBands, BlockIndex, IndexHit
 
 # Containment rule defaults (docs/detect.md, "Decisions"): a pair whose similarity is below the
 # threshold is still reported, as "contained", when at least this share of the shorter document's

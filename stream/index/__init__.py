@@ -1,7 +1,27 @@
-"""Block index: a lossless, adaptively re-split SimHash block table (+ MinHash LSH bands) on a KV store."""
+"""Block index: a lossless, adaptively re-split SimHash block table (+ MinHash LSH bands) on a KV store.
 
-from stream.index.block_index import BlockIndex, IndexHit
+The public API (docs/index.md, "API"); everything else in this package is internal.
+"""
+
+from stream.index.batch import BatchBands
+from stream.index.block_index import BlockIndex
+from stream.index.layout import TableLayout
+from stream.index.records import DERIVED_NAMESPACES, IndexHit, rebuild_derived_keys
+from stream.index.rocks import RocksStore
 from stream.index.stats import IndexStats
-from stream.index.store import KVStore, MemoryStore, RocksStore
+from stream.index.store import BufferedStore, KVStore, MemoryStore, WriteOp
 
-__all__ = ["BlockIndex", "IndexHit", "IndexStats", "KVStore", "MemoryStore", "RocksStore"]
+__all__ = [
+    "DERIVED_NAMESPACES",
+    "BatchBands",
+    "BlockIndex",
+    "BufferedStore",
+    "IndexHit",
+    "IndexStats",
+    "KVStore",
+    "MemoryStore",
+    "RocksStore",
+    "TableLayout",
+    "WriteOp",
+    "rebuild_derived_keys",
+]

@@ -1,12 +1,12 @@
 """The LSH band tables: an in-memory multimap (band table, band value) -> document handles.
 
 Band values are hashes of distinct shingle sets, so almost every band bucket holds one document and
-almost every probe of a band table finds nothing: 16 new buckets per document. Kept as bucket keys in
-RocksDB (one entry key per document and band) they cost a write of ~0.9 us each (random keys into
-the hash memtable), a ``Bucket`` object each in the read cache (which overflowed after ~30k
-documents, and then every probe was a scan), and 16 of a document's ~29 changelog records in the
-service (docs/index.md, "Band tables in memory"). The records hold every document's band values and
-tables, so this map is derived state: built from them when an index opens a store that is not empty.
+almost every probe of a band table finds nothing: 16 new buckets per document. As bucket keys in
+RocksDB (one entry key per document and band) they would cost a write of ~0.9 us each (random keys
+into the hash memtable), a ``Bucket`` object each in the read cache (which overflows after ~30k
+documents, and then every probe scans), and 16 of a document's ~29 changelog records in the service
+(docs/index.md, "Decisions"). The records hold every document's band values and tables, so this map
+is derived state: built from them when an index opens a store that is not empty.
 
 Layout: open addressing with linear probing over three parallel arrays, per slot a 32-bit tag of
 (table, value) (0: empty) and the handle (40 bits: low 32 and high 8). A tag's home slot is its own

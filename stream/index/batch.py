@@ -1,4 +1,4 @@
-"""``BlockIndex``'s batch calls (seed 003: batch processing next to incremental): ``query_many``,
+"""``BlockIndex``'s batch calls (Li & Han: batch processing next to incremental): ``query_many``,
 ``insert_many`` and ``query_insert_many`` over documents with bands, table restrictions and payloads
 give the answers and the index of the one-document loops they replace (docs/index.md, "Batch path").
 
@@ -19,15 +19,13 @@ import operator
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stream.index import batch_insert, batch_query
+from stream.index import batch_insert, batch_query, query, writes
+from stream.index.layout import TableLayout
 from stream.index.records import IndexHit, doc_key
-
-if TYPE_CHECKING:
-    from stream.index.block_index import BlockIndex
+from stream.index.state import IndexState
 
 Bands = Sequence[tuple[int, int]]
 # per document a sequence of (band value, extension) pairs, or all of them as an (n, bands, 2) uint64
@@ -39,7 +37,7 @@ BatchBands = Sequence[Bands] | np.ndarray
 class Batch:
     """A validated batch: per document its fingerprint, id, time, bands, tables and payload.
 
-    ``part[i, t]``: document i uses table t (``BlockIndex._tables_for``); ``has_bands[i]``: it has
+    ``part[i, t]``: document i uses table t (``TableLayout.tables_for``); ``has_bands[i]``: it has
     bands, their values and extensions in ``values``/``exts``, ``(n, bands)`` (zero rows for a
     document without); ``once[i]``: the tables ``query(once=True)`` answers for (None: every hit
     counts)."""
@@ -74,74 +72,64 @@ class Batch:
         return tuple(zip(self.values[i].tolist(), self.exts[i].tolist(), strict=True))
 
 
-class BatchCalls:
-    """The batch calls of ``BlockIndex`` (its base class)."""
-
-    def query_many(
-        self, fingerprints: Sequence[int], bands: BatchBands | None = None,
-        tables: Sequence[Collection[int] | None] | None = None, once: bool = False,
-    ) -> list[list[IndexHit]]:
-        """``query(fingerprints[i], bands[i], tables[i], once)`` of each: the same answers."""
-        index: BlockIndex = self  # type: ignore[assignment]
-        batch = _make_batch(index, fingerprints, None, None, bands, tables, None, once)
-        if index._root_slots is None or not len(batch):
-            return [index.query(fp, batch.band_pairs(i), None if tables is None else tables[i], once)
-                    for i, fp in enumerate(batch.fps)]
-        return batch_query.query_run(index, batch)
-
-    def insert_many(
-        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None,
-        bands: BatchBands | None = None, tables: Sequence[Collection[int] | None] | None = None,
-        payloads: Sequence[bytes] | None = None,
-    ) -> None:
-        """``insert`` of each document in order: the same index."""
-        index: BlockIndex = self  # type: ignore[assignment]
-        batch = _make_batch(index, fingerprints, doc_ids, ts, bands, tables, payloads, False)
-        _run_batch(index, batch, query=False)
-
-    def query_insert_many(
-        self, fingerprints: Sequence[int], doc_ids: Sequence[str], ts: Sequence[float] | None = None,
-        bands: BatchBands | None = None, tables: Sequence[Collection[int] | None] | None = None,
-        payloads: Sequence[bytes] | None = None, once: bool = False,
-    ) -> list[list[IndexHit]]:
-        """For each document in order, ``query`` and then ``insert`` (the streaming pattern): document
-        i's answer includes the documents before it in the batch. Same answers and index as that loop.
-        ``tables[i]`` restricts both calls of document i; ``once`` applies to its query."""
-        index: BlockIndex = self  # type: ignore[assignment]
-        batch = _make_batch(index, fingerprints, doc_ids, ts, bands, tables, payloads, once)
-        return _run_batch(index, batch, query=True)
+def query_many(state: IndexState, fingerprints: Sequence[int], bands: BatchBands | None = None,
+               tables: Sequence[Collection[int] | None] | None = None, once: bool = False) -> list[list[IndexHit]]:
+    """``BlockIndex.query_many``."""
+    batch = _make_batch(state, fingerprints, None, None, bands, tables, None, once)
+    if state.root_slots is None or not len(batch):
+        return [query.query(state, fp, batch.band_pairs(i), None if tables is None else tables[i], once)
+                for i, fp in enumerate(batch.fps)]
+    return batch_query.query_run(state, batch)
 
 
-def _run_batch(index: BlockIndex, batch: Batch, query: bool) -> list[list[IndexHit]]:
+def insert_many(state: IndexState, fingerprints: Sequence[int], doc_ids: Sequence[str],
+                ts: Sequence[float] | None = None, bands: BatchBands | None = None,
+                tables: Sequence[Collection[int] | None] | None = None, payloads: Sequence[bytes] | None = None,
+                ) -> None:
+    """``BlockIndex.insert_many``."""
+    batch = _make_batch(state, fingerprints, doc_ids, ts, bands, tables, payloads, False)
+    _run_batch(state, batch, with_query=False)
+
+
+def query_insert_many(state: IndexState, fingerprints: Sequence[int], doc_ids: Sequence[str],
+                      ts: Sequence[float] | None = None, bands: BatchBands | None = None,
+                      tables: Sequence[Collection[int] | None] | None = None,
+                      payloads: Sequence[bytes] | None = None, once: bool = False) -> list[list[IndexHit]]:
+    """``BlockIndex.query_insert_many``."""
+    batch = _make_batch(state, fingerprints, doc_ids, ts, bands, tables, payloads, once)
+    return _run_batch(state, batch, with_query=True)
+
+
+def _run_batch(state: IndexState, batch: Batch, with_query: bool) -> list[list[IndexHit]]:
     """The runs of the batch through the batch path, the documents between them one by one."""
     answers: list[list[IndexHit]] = []
     if not len(batch):
         return answers
     # blocks too wide for slot lists: the loop
-    slow = list(range(len(batch))) if index._root_slots is None else _loop_documents(index, batch)
+    slow = list(range(len(batch))) if state.root_slots is None else _loop_documents(state, batch)
     start = 0
     for stop in [*slow, len(batch)]:
         if stop > start:
             run = batch.slice(start, stop)
-            first = batch_insert.allocate(index, run)  # the run's handles; its band values are mapped
-            if query:
-                answers += batch_query.query_run(index, run, first)
-            batch_insert.insert_run(index, run, first)
+            first = batch_insert.allocate(state, run)  # the run's handles; its band values are mapped
+            if with_query:
+                answers += batch_query.query_run(state, run, first)
+            batch_insert.insert_run(state, run, first)
         if stop < len(batch):
-            answers.append(_one_document(index, batch, stop, query))
+            answers.append(_one_document(state, batch, stop, with_query))
         start = stop + 1
     return answers
 
 
-def _one_document(index: BlockIndex, batch: Batch, i: int, query: bool) -> list[IndexHit]:
+def _one_document(state: IndexState, batch: Batch, i: int, with_query: bool) -> list[IndexHit]:
     bands = batch.band_pairs(i)
-    tables = None if batch.used[i] == index._tables_for(None, bands) else batch.used[i]
-    hits = index.query(batch.fps[i], bands, tables, batch.once[i] is not None) if query else []
-    index.insert(batch.fps[i], batch.ids[i], batch.times[i], bands, tables, batch.payloads[i])
+    tables = None if batch.used[i] == state.layout.tables_for(None, bands) else batch.used[i]
+    hits = query.query(state, batch.fps[i], bands, tables, batch.once[i] is not None) if with_query else []
+    writes.insert(state, batch.fps[i], batch.ids[i], batch.times[i], bands, tables, batch.payloads[i])
     return hits
 
 
-def _loop_documents(index: BlockIndex, batch: Batch) -> list[int]:
+def _loop_documents(state: IndexState, batch: Batch) -> list[int]:
     """Positions of the documents that take the one-document path (module doc), ascending."""
     slow: set[int] = set()
     seen: set[bytes] = set()
@@ -149,22 +137,23 @@ def _loop_documents(index: BlockIndex, batch: Batch) -> list[int]:
         if key in seen:
             slow.add(i)
         seen.add(key)
-    known = index._kv.multi_get(batch.id_keys)
+    known = state.kv.multi_get(batch.id_keys)
     slow.update(i for i, value in enumerate(known) if value is not None)
     return sorted(slow)
 
 
 def _make_batch(
-    index: BlockIndex, fingerprints: Sequence[int], doc_ids: Sequence[str] | None, ts: Sequence[float] | None,
+    state: IndexState, fingerprints: Sequence[int], doc_ids: Sequence[str] | None, ts: Sequence[float] | None,
     bands: BatchBands | None, tables: Sequence[Collection[int] | None] | None,
     payloads: Sequence[bytes] | None, once: bool,
 ) -> Batch:
     """Validate everything before anything changes: a bad batch raises and leaves the index as it was."""
     fps = list(map(operator.index, fingerprints))  # ints (numpy ints too); a float is an error
     n = len(fps)
+    layout = state.layout
     for fp in fps:
-        if not 0 <= fp < index._limit:
-            index._check_fingerprint(fp)
+        if not 0 <= fp < layout.limit:
+            layout.check_fingerprint(fp)
     ids = [""] * n if doc_ids is None else list(doc_ids)
     times = [0.0] * n if ts is None else [float(t) for t in ts]
     payload_list = [b""] * n if payloads is None else [bytes(p) for p in payloads]
@@ -175,38 +164,38 @@ def _make_batch(
         raise ValueError(f"{n} fingerprints, but doc ids, times, payloads, band lists, table sets: {lengths}")
     if any(math.isnan(t) for t in times):
         raise ValueError("ts is NaN")
-    has_bands, values, exts = _band_arrays(index, bands, n)
-    part, used = _participation(index, has_bands, table_list)
+    has_bands, values, exts = _band_arrays(layout, bands, n)
+    part, used = _participation(layout, has_bands, table_list)
     return Batch(
         fps=fps, array=np.array(fps, dtype=np.uint64), ids=ids, id_keys=[doc_key(d) for d in ids], times=times,
         has_bands=has_bands, values=values, exts=exts, part=part, used=used, payloads=payload_list,
         once=[None] * n if not once or table_list is None else
         [u if chosen is not None else None for u, chosen in zip(used, table_list, strict=True)],
-        all_simhash=bool(part[:, : index.k + 1].all()),
+        all_simhash=bool(part[:, : layout.k + 1].all()),
     )
 
 
-def _participation(index: BlockIndex, has_bands: np.ndarray, table_list: list[Collection[int] | None] | None,
+def _participation(layout: TableLayout, has_bands: np.ndarray, table_list: list[Collection[int] | None] | None,
                    ) -> tuple[np.ndarray, list[frozenset[int]]]:
-    """``part`` and ``used`` of a batch (``_tables_for`` of each document)."""
-    n, k = len(has_bands), index.k
-    part = np.zeros((n, index._table_count), dtype=np.bool_)
+    """``part`` and ``used`` of a batch (``TableLayout.tables_for`` of each document)."""
+    n, k = len(has_bands), layout.k
+    part = np.zeros((n, layout.table_count), dtype=np.bool_)
     part[:, : k + 1] = True
     part[:, k + 1 :] = has_bands[:, None]
-    every, simhash = index._all_tables, index._simhash_tables
+    every, simhash = layout.all_tables, layout.simhash_tables
     used = [every if has else simhash for has in has_bands.tolist()]
     if table_list is not None:
         for i, chosen in enumerate(table_list):
             if chosen is not None:
-                used[i] = index._tables_for(chosen, ((0, 0),) * index.bands if has_bands[i] else ())
+                used[i] = layout.tables_for(chosen, ((0, 0),) * layout.bands if has_bands[i] else ())
                 part[i] = False
                 part[i, list(used[i])] = True
     return part, used
 
 
-def _band_arrays(index: BlockIndex, bands: BatchBands | None, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _band_arrays(layout: TableLayout, bands: BatchBands | None, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(has bands, values, extensions) of a batch: (n,) bool, (n, bands) uint64 twice."""
-    width = index.bands
+    width = layout.bands
     if isinstance(bands, np.ndarray):
         if bands.shape != (n, width, 2) or bands.dtype != np.uint64:
             raise ValueError(f"a band array must be ({n}, {width}, 2) uint64, got {bands.shape} {bands.dtype}")

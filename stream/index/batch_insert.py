@@ -1,12 +1,12 @@
-"""The insert half of a batch run (batch.py): the keys of ``BlockIndex._add`` for every document of
-the run, built at once by numpy (``batch_keys``) and written in one batch, then the same cache and
+"""The insert half of a batch run (batch.py): the keys of ``writes.add`` for every document of the
+run, built at once by numpy (``batch_keys``) and written in one batch, then the same cache and
 counter updates.
 
 Order, so that a load never reads an entry that is then appended to its cached bucket again:
 1. the buckets the run appends to are resolved (cached, created empty, or loaded) before any write;
 2. everything is written in one batch, laid out by kind (every entry of table 0, ..., every
    record, every expiry key, every doc id): RocksDB then fills one column family at a time, 1.9 us
-   less per document at 1M than switching families per document (docs/index.md, "Session 12").
+   less per document at 1M than switching families per document (docs/index.md, "Decisions").
    Each document's keys keep their commit order (entries, record, expiry key, doc id), so a
    changelog prefix holds a doc id only for a complete document;
 3. the entries are appended to the buckets resolved in 1 (below a split root: to its split nodes,
@@ -27,14 +27,15 @@ import numpy as np
 
 from stream.index import batch_keys, batch_query, split_batch
 from stream.index.batch_query import SplitRoots
+from stream.index.buckets import Bucket
+from stream.index.cache import ROOT_ABSENT, ROOT_SPLIT
 from stream.index.kernels import bucket_growth
-from stream.index.records import EXPIRY_NS, HANDLE_BLOCK, HANDLE_NS, META_NS, PAYLOAD_FLAG, PAYLOAD_LEN
-from stream.index.store import put_many
-from stream.index.table import ENTRY_TAG, HANDLE_LEN, ROOT_ABSENT, ROOT_SPLIT, Bucket, Leaf
+from stream.index.records import EXPIRY_NS, HANDLE_LEN, HANDLE_NS, PAYLOAD_FLAG, PAYLOAD_LEN
+from stream.index.state import IndexState
+from stream.index.table import ENTRY_TAG, Leaf
 
 if TYPE_CHECKING:
     from stream.index.batch import Batch
-    from stream.index.block_index import BlockIndex
 
 _array_append = _array.append
 _HANDLES, _FPS = operator.attrgetter("handles"), operator.attrgetter("fps")
@@ -48,58 +49,58 @@ class _Appends:
         self.buckets: list[list[Bucket | None]] = [[None] * n for _ in range(tables)]
 
 
-def allocate(index: BlockIndex, batch: Batch) -> int:
+def allocate(state: IndexState, batch: Batch) -> int:
     """Handles for the documents of a run (the first is returned, the others follow in order), and
     their entries in the band map: the run's queries tell its own documents by their handles
     (batch_query), and the records that name them are written later."""
     n = len(batch)
-    start = index._next_handle
-    index._next_handle += n
-    if index._next_handle > index._reserved:
-        index._reserved = index._next_handle + HANDLE_BLOCK
-        index._kv.put(META_NS + b"handle", index._reserved.to_bytes(8, "big"))  # before any entry uses them
-    if index.bands:
-        rows, cols = np.nonzero(batch.part[:, index.k + 1 :])
+    start = state.handles.take(n)
+    reservation = state.handles.reservation()
+    if reservation is not None:
+        state.kv.put(*reservation)  # before any entry uses them
+    k = state.layout.k
+    if state.layout.bands:
+        rows, cols = np.nonzero(batch.part[:, k + 1 :])
         handles = np.arange(start, start + n, dtype=np.uint64)
-        index.band_map.add_many(cols + (index.k + 1), batch.values[rows, cols], handles[rows])
+        state.band_map.add_many(cols + (k + 1), batch.values[rows, cols], handles[rows])
     return start
 
 
-def insert_run(index: BlockIndex, batch: Batch, start: int) -> None:
+def insert_run(state: IndexState, batch: Batch, start: int) -> None:
     """Insert the documents of a run (new, distinct ids; handles from ``start``, see ``allocate``)."""
     n = len(batch)
     handles = np.arange(start, start + n, dtype=np.uint64)
     keys: list[bytes] = []
     values: list[bytes] = []
-    appends = _Appends(n, len(index.tables))
-    evictions = index.cache.evictions
-    below = _resolve_simhash(index, batch, appends)
+    appends = _Appends(n, len(state.tables))
+    evictions = state.cache.evictions
+    below = _resolve_simhash(state, batch, appends)
     handle_matrix = batch_keys.big_endian(handles, HANDLE_LEN)
-    _entry_keys(index, batch, appends, handle_matrix, keys, values)
-    _split_entries(index, batch, below, handle_matrix, keys, values)
-    _document_keys(index, batch, handle_matrix, keys, values)
-    put_many(index._kv, keys, values)
-    index._stats.documents += n
-    index._mutated(n)
-    _mirror(index, batch, appends, handles, index.cache.evictions != evictions)
-    _mirror_splits(index, batch, below, handles)
+    _entry_keys(state, batch, appends, handle_matrix, keys, values)
+    _split_entries(state, batch, below, handle_matrix, keys, values)
+    _document_keys(state, batch, handle_matrix, keys, values)
+    state.kv.write_ops(list(zip(keys, values, strict=True)))
+    state.stats.documents += n
+    state.mutated(n)
+    _mirror(state, batch, appends, handles, state.cache.evictions != evictions)
+    _mirror_splits(state, batch, below, handles)
 
 
-def _resolve_simhash(index: BlockIndex, batch: Batch, appends: _Appends) -> SplitRoots:
+def _resolve_simhash(state: IndexState, batch: Batch, appends: _Appends) -> SplitRoots:
     """Fill ``appends`` with the unsplit SimHash roots of the run (cached, created or loaded, each
     once); returns the documents below split roots, by root."""
-    assert index._root_slots is not None
-    cache = index.cache
+    assert state.root_slots is not None
+    cache = state.cache
     below: SplitRoots = {}
-    for t, (slots, low, mask) in enumerate(index._root_slots):
+    for t, (slots, _, _) in enumerate(state.root_slots):
         use = batch.part[:, t]
-        blocks = (batch.array >> np.uint64(low)) & np.uint64(mask)
+        blocks = state.layout.block_values(t, batch.array)
         states = cache.root_states[t]
         assert states is not None  # a table with slots has them
-        state = states[blocks]
+        root_state = states[blocks]
         column = appends.buckets[t]
         column[:] = map(slots.__getitem__, blocks.tolist())  # before any load can evict them
-        absent = use & (state == ROOT_ABSENT)
+        absent = use & (root_state == ROOT_ABSENT)
         complete = cache.complete
         if absent.any() and complete:  # new buckets, created at once
             new = np.unique(blocks[absent])
@@ -107,9 +108,9 @@ def _resolve_simhash(index: BlockIndex, batch: Batch, appends: _Appends) -> Spli
             for i, at in zip(np.flatnonzero(absent).tolist(), np.searchsorted(new, blocks[absent]).tolist(),
                              strict=True):
                 column[i] = made[at]
-        odd = np.flatnonzero(~use | (state == ROOT_SPLIT) | (absent & (not complete))).tolist()
+        odd = np.flatnonzero(~use | (root_state == ROOT_SPLIT) | (absent & (not complete))).tolist()
         if odd:
-            roots = batch_query.split_roots(index, batch, t, [i for i in odd if use[i]], column)
+            roots = batch_query.split_roots(state, batch, t, [i for i in odd if use[i]], column)
             below.update(roots)
             for i in odd:
                 if not use[i]:
@@ -120,73 +121,67 @@ def _resolve_simhash(index: BlockIndex, batch: Batch, appends: _Appends) -> Spli
     return below
 
 
-def _split_entries(index: BlockIndex, batch: Batch, below: SplitRoots, handle_matrix: np.ndarray,
+def _split_entries(state: IndexState, batch: Batch, below: SplitRoots, handle_matrix: np.ndarray,
                    keys: list[bytes], values: list[bytes]) -> None:
     """The entries of the documents below split roots: the whole rest, at the top-level bucket
     (``SimhashBlocks.whole_payload``)."""
     for (t, _), (root_key, _, docs) in below.items():
-        scheme = index.tables[t].scheme
+        scheme = state.layout.simhash[t]
         at = np.array(docs, dtype=np.int64)
-        fps = batch.array[at]
-        low, width = scheme.low, scheme.width  # type: ignore[attr-defined]
-        rest = ((fps >> np.uint64(low + width)) << np.uint64(low)) | (fps & np.uint64((1 << low) - 1))
         keys += batch_keys.rows(batch_keys.concat(root_key, ENTRY_TAG, handle_matrix[at]))
-        values += batch_keys.rows(batch_keys.big_endian(rest, scheme.whole_len))
+        values += batch_keys.rows(batch_keys.big_endian(scheme.fingerprint_rests(batch.array[at]), scheme.whole_len))
 
 
-def _mirror_splits(index: BlockIndex, batch: Batch, below: SplitRoots, handles: np.ndarray) -> None:
-    """As ``_add`` below split roots: every entry into the split nodes on its way (split_batch.py),
+def _mirror_splits(state: IndexState, batch: Batch, below: SplitRoots, handles: np.ndarray) -> None:
+    """As ``writes.add`` below split roots: every entry into the split nodes on its way (split_batch.py),
     the leaf counters, then splits of leaves that grew enough. The leaves dealt from these nodes are
     dropped from the cache (they lack the new entries; a descent deals them again)."""
     for (t, _), (root_key, root, docs) in below.items():
-        table = index.tables[t]
+        table = state.tables[t]
         at = np.array(docs, dtype=np.int64)
         visits = split_batch.descend(table, root_key, root, at, batch.array[at])
-        big = split_batch.count_leaf_growth(table, index._stats, index.policy.min_split, visits)
+        big = split_batch.count_leaf_growth(table, state.stats, state.policy.min_split, visits)
         for visit in visits:
             visit.node.add_many(handles[visit.docs], batch.array[visit.docs], visit.rests)
-            index.cache.grew(visit.key, len(visit.docs))
-        index.cache.drop_dealt(root_key)
+            state.cache.grew(visit.key, len(visit.docs))
+        state.cache.drop_dealt(root_key)
         for i in big:
             source = (batch.fps[i], 0)
             for leaf in table.leaves(source):
                 table.maybe_split(leaf, source)
 
 
-def _entry_keys(index: BlockIndex, batch: Batch, appends: _Appends, handle_matrix: np.ndarray,
+def _entry_keys(state: IndexState, batch: Batch, appends: _Appends, handle_matrix: np.ndarray,
                 keys: list[bytes], values: list[bytes]) -> None:
     """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table."""
     array = batch.array
-    for t, ((prefix, low, block_mask, top_len), (above, _, low_mask, kept_mask, size)) in enumerate(
-        zip(index._root_spec, index._payload_spec, strict=True)
-    ):  # as _root_keys and SimhashBlocks.payload
+    for t, scheme in enumerate(state.layout.simhash):
         resolved = appends.buckets[t]
         docs = np.flatnonzero(np.fromiter((b is not None for b in resolved), dtype=np.bool_, count=len(resolved)))
         if not len(docs):
             continue
         fps = array[docs]
-        blocks = (fps >> np.uint64(low)) & np.uint64(block_mask)
-        entry_keys = batch_keys.concat(prefix, batch_keys.big_endian(blocks, top_len), ENTRY_TAG, handle_matrix[docs])
-        rest = ((fps >> np.uint64(above)) << np.uint64(low)) | (fps & np.uint64(low_mask))
-        keys += batch_keys.rows(entry_keys)
-        values += batch_keys.rows(batch_keys.big_endian(rest & np.uint64(kept_mask), size))
+        blocks = batch_keys.big_endian(state.layout.block_values(t, fps), scheme.top_len)
+        keys += batch_keys.rows(batch_keys.concat(bytes([t]), blocks, ENTRY_TAG, handle_matrix[docs]))
+        values += batch_keys.rows(batch_keys.big_endian(scheme.payload_values(fps), scheme.payload_len))
 
 
-def _document_keys(index: BlockIndex, batch: Batch, handle_matrix: np.ndarray,
+def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
                    keys: list[bytes], values: list[bytes]) -> None:
-    """Records (``_encode_record``), expiry keys and doc ids (``lookup_puts``) of the run."""
+    """Records (``RecordCodec.encode``), expiry keys and doc ids (``lookup_puts``) of the run."""
     n = len(batch)
+    bands = state.layout.bands
     ts_array = np.array(batch.times, dtype=np.float64)
-    counts = np.where(batch.has_bands, index.bands, 0).astype(np.uint64)
+    counts = np.where(batch.has_bands, bands, 0).astype(np.uint64)
     counts |= np.array([PAYLOAD_FLAG if p else 0 for p in batch.payloads], dtype=np.uint64)
     heads = batch_keys.rows(batch_keys.concat(
         batch_keys.big_endian(batch.array, 8), batch_keys.float_bytes(ts_array), batch_keys.big_endian(counts, 1)))
     band_rows: list[bytes] = [b""] * n
-    if index.bands and batch.has_bands.any():
-        pairs = np.stack([batch.values, batch.exts], axis=2).reshape(n, 2 * index.bands)
+    if bands and batch.has_bands.any():
+        pairs = np.stack([batch.values, batch.exts], axis=2).reshape(n, 2 * bands)
         rows = batch_keys.rows(batch_keys.big_endian(pairs.ravel(), 8).reshape(n, -1))
         band_rows = [row if has else b"" for row, has in zip(rows, batch.has_bands.tolist(), strict=True)]
-    mask_bytes = index._mask_bytes
+    mask_bytes = state.codec.mask_bytes
     pack_len = PAYLOAD_LEN.pack
     keys += batch_keys.rows(batch_keys.concat(HANDLE_NS, handle_matrix))
     values += [
@@ -200,17 +195,17 @@ def _document_keys(index: BlockIndex, batch: Batch, handle_matrix: np.ndarray,
     values += batch_keys.rows(handle_matrix)
 
 
-def _mirror(index: BlockIndex, batch: Batch, appends: _Appends, handles: np.ndarray, evicted: bool) -> None:
-    """As ``_add``: the entries into the resolved buckets (appends run in C, by map), the level
+def _mirror(state: IndexState, batch: Batch, appends: _Appends, handles: np.ndarray, evicted: bool) -> None:
+    """As ``writes.add``: the entries into the resolved buckets (appends run in C, by map), the level
     counters (per distinct bucket its size before and after the run, one compiled call per kind),
     then splits. ``evicted``: the cache evicted during the run, so some resolved buckets may have
     left it (appending to them is harmless; they no longer count in its size)."""
-    cache = index.cache
-    masks = index._filter_mask_list
+    cache = state.cache
+    masks = state.layout.filter_masks
     fps = batch.fps
     grown = 0
-    sizes = np.zeros((len(batch), len(index.tables)), dtype=np.int64)
-    use = np.zeros((len(index.tables), len(batch)), dtype=np.bool_)
+    sizes = np.zeros((len(batch), len(state.tables)), dtype=np.int64)
+    use = np.zeros((len(state.tables), len(batch)), dtype=np.bool_)
     for t, column in enumerate(appends.buckets):
         if None in column:  # some documents do not append here
             docs = np.flatnonzero(np.fromiter(map(operator.is_not, column, repeat(None)), np.bool_, len(column)))
@@ -227,32 +222,31 @@ def _mirror(index: BlockIndex, batch: Batch, appends: _Appends, handles: np.ndar
         deque(map(_array_append, map(_FPS, buckets), masked), maxlen=0)
         if evicted:
             positions = range(len(column)) if isinstance(docs, slice) else docs.tolist()
-            grown += sum(cache.buckets.get(_bucket_key(index, batch, t, i)) is b
+            grown += sum(cache.buckets.get(_bucket_key(state, batch, t, i)) is b
                          for i, b in zip(positions, buckets, strict=True))
         else:
             grown += len(buckets)
     if grown:
         cache.grew_entries(grown)
-    for t, i in _count_growth(index, batch, sizes, use):
+    for t, i in _count_growth(state, batch, sizes, use):
         bucket = appends.buckets[t][i]
-        key = _bucket_key(index, batch, t, i)
+        key = _bucket_key(state, batch, t, i)
         if bucket is not None and cache.buckets.get(key) is bucket:  # not evicted since
-            index.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))
+            state.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))
 
 
-def _bucket_key(index: BlockIndex, batch: Batch, t: int, i: int) -> bytes:
+def _bucket_key(state: IndexState, batch: Batch, t: int, i: int) -> bytes:
     """The top-level key of document i's bucket in table t."""
-    return index._root_keys(batch.fps[i])[t]
+    return state.layout.root_keys(batch.fps[i])[t]
 
 
-def _count_growth(index: BlockIndex, batch: Batch, sizes: np.ndarray, use: np.ndarray) -> list[tuple[int, int]]:
+def _count_growth(state: IndexState, batch: Batch, sizes: np.ndarray, use: np.ndarray) -> list[tuple[int, int]]:
     """The level-0 counters for the run's appends to unsplit roots (``kernels.bucket_growth``);
     returns (table, first document) per bucket reaching ``min_split``."""
     if not use.any():
         return []
-    assert index._root_slots is not None
-    blocks = np.stack([(batch.array >> np.uint64(low)) & np.uint64(mask) for _, low, mask in index._root_slots])
+    blocks = np.stack([state.layout.block_values(t, batch.array) for t in range(len(state.tables))])
     bins = np.zeros(66, dtype=np.int64)
-    new_buckets, big = bucket_growth(blocks, sizes, use, index.policy.min_split, bins)
-    index._stats.level("simhash", 0).grow(int(use.sum()), new_buckets, bins)
+    new_buckets, big = bucket_growth(blocks, sizes, use, state.policy.min_split, bins)
+    state.stats.level("simhash", 0).grow(int(use.sum()), new_buckets, bins)
     return [(p >> 32, p & 0xFFFFFFFF) for p in big.tolist()]

@@ -1,9 +1,9 @@
 """The query half of a batch run (batch.py): every document against the index as it was before the
 run, then the pairs inside the run.
 
-SimHash: the k + 1 root buckets of every document come from the cache's slot lists; a split root
-is descended per document (``BucketTable.leaves``) and its leaves join the same filter pass; one numpy
-pass compares every candidate with its query (the buckets' arrays joined by ``bytes.join``, in C).
+SimHash: the k + 1 root buckets of every document come from the cache's slot lists, and one numpy
+pass compares every candidate with its query (the buckets' arrays joined by ``bytes.join``, in C);
+the documents below a split root are descended together, per root (split_batch.py).
 Bands: one compiled call looks every (document, band) of the batch up in the band map. One multi-get
 reads the records of every hit.
 """
@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stream.index import split_batch
+from stream.index.buckets import Bucket, SplitBucket
+from stream.index.cache import ROOT_LEAF
 from stream.index.kernels import pairs_within
-from stream.index.records import HANDLE_NS, IndexHit
-from stream.index.table import ROOT_LEAF, Bucket, SplitBucket, handle_bytes
+from stream.index.query import hits
+from stream.index.records import IndexHit
+from stream.index.state import IndexState
 
 if TYPE_CHECKING:
     from stream.index.batch import Batch
-    from stream.index.block_index import BlockIndex
 
 _EMPTY = Bucket()  # an uncached root of a complete cache, or a table the document does not use (never written)
 _BUCKET_FPS = operator.attrgetter("fps")
@@ -36,11 +38,11 @@ def answer_lists(n: int) -> list[list[IndexHit]]:
     runs when enough container objects are alive, and a young collection walks every young one.
     Made here, the n lists start the collection before the batch's lists of cold root buckets exist;
     made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
-    at 1M; docs/index.md, "Session 12")."""
+    at 1M; docs/index.md, "Decisions")."""
     return [[] for _ in range(n)]
 
 
-def query_run(index: BlockIndex, batch: Batch, first: int | None = None) -> list[list[IndexHit]]:
+def query_run(state: IndexState, batch: Batch, first: int | None = None) -> list[list[IndexHit]]:
     """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
     run being inserted, its documents hold the handles from ``first`` on and are in the band map
     already (``batch_insert.allocate``): each document's answer also gets the documents before it
@@ -49,38 +51,37 @@ def query_run(index: BlockIndex, batch: Batch, first: int | None = None) -> list
     near: dict[int, set[int]] = {}
     band: dict[int, dict[int, list[int]]] = {}
     run_band: set[tuple[int, int]] = set()
-    _simhash_candidates(index, batch, near)
-    if index.bands:
-        _band_candidates(index, batch, band, first, run_band)
-    _index_hits(index, batch, near, band, answers)
+    _simhash_candidates(state, batch, near)
+    if state.layout.bands:
+        _band_candidates(state, batch, band, first, run_band)
+    _index_hits(state, batch, near, band, answers)
     if first is not None:
-        add_run_pairs(index, batch, answers, run_band)
+        add_run_pairs(state, batch, answers, run_band)
     return answers
 
 
-def _index_hits(index: BlockIndex, batch: Batch, near: dict[int, set[int]], band: dict[int, dict[int, list[int]]],
+def _index_hits(state: IndexState, batch: Batch, near: dict[int, set[int]], band: dict[int, dict[int, list[int]]],
                 answers: list[list[IndexHit]]) -> None:
     """``answers[i]``: the hits of candidates ``near[i]`` and ``band[i]``, by one read of their records."""
     if near or band:
         found = sorted(set(chain.from_iterable(near.values())) | set(chain.from_iterable(band.values())))
-        raw = index._kv.multi_get([HANDLE_NS + handle_bytes(h) for h in found])
-        records = dict(zip(found, raw, strict=True))
+        records = dict(zip(found, state.records(found), strict=True))
         for i in sorted(near.keys() | band.keys()):
             mates = band.get(i, {})
             values = [(v, 0) for v in batch.values[i].tolist()] if mates else ()
-            answers[i] = index._hits(batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
+            answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
 
 
 SplitRoots = dict[tuple[int, int], tuple[bytes, SplitBucket, list[int]]]
 
 
-def split_roots(index: BlockIndex, batch: Batch, t: int, positions: list[int],
+def split_roots(state: IndexState, batch: Batch, t: int, positions: list[int],
                 column: list[Bucket | None]) -> SplitRoots:
     """Of the documents at ``positions`` (each uses table t; ``column``: their cached roots by
     position, None if not cached), those whose root is split, by root: (t, block) -> (root key,
     root, documents). Uncached roots are loaded into ``column``."""
-    table = index.tables[t]
-    _, low, mask, _ = index._root_spec[t]
+    table = state.tables[t]
+    low, mask = state.layout.blocks[t]
     out: SplitRoots = {}
     loaded: dict[int, Bucket] = {}  # once per bucket: a second load could make a second object
     for i in positions:
@@ -97,22 +98,22 @@ def split_roots(index: BlockIndex, batch: Batch, t: int, positions: list[int],
     return out
 
 
-def _root_columns(index: BlockIndex, batch: Batch) -> tuple[list[list[Bucket]], SplitRoots]:
+def _root_columns(state: IndexState, batch: Batch) -> tuple[list[list[Bucket]], SplitRoots]:
     """Per SimHash table the root bucket of each document (``_EMPTY`` where it uses no such table,
     where the bucket is known empty or split), and the documents below split roots."""
-    assert index._root_slots is not None
-    cache = index.cache
+    assert state.root_slots is not None
+    cache = state.cache
     columns: list[list[Bucket]] = []
     below: SplitRoots = {}
-    for t, (slots, low, mask) in enumerate(index._root_slots):
-        blocks = (batch.array >> np.uint64(low)) & np.uint64(mask)
+    for t, (slots, _, _) in enumerate(state.root_slots):
+        blocks = state.layout.block_values(t, batch.array)
         column = list(map(slots.__getitem__, blocks.tolist()))
         states = cache.root_states[t]
         assert states is not None  # a table with slots has them
         odd = np.flatnonzero(~(batch.part[:, t] & (states[blocks] == ROOT_LEAF))).tolist()
         if odd:
             used = [i for i in odd if batch.part[i, t] and not (column[i] is None and cache.complete)]
-            below.update(split_roots(index, batch, t, used, column))
+            below.update(split_roots(state, batch, t, used, column))
             for i in odd:
                 bucket = column[i]
                 if bucket is None or bucket.split or not batch.part[i, t]:
@@ -121,12 +122,12 @@ def _root_columns(index: BlockIndex, batch: Batch) -> tuple[list[list[Bucket]], 
     return columns, below
 
 
-def _simhash_candidates(index: BlockIndex, batch: Batch, near: dict[int, set[int]]) -> None:
+def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]]) -> None:
     """Handles whose stored bits lie within k of each document (``near``), by one numpy pass over the
     unsplit roots and one descent per split root (split_batch.py); the buckets' recency stamps and
     the candidate statistics as ``query`` keeps them."""
-    columns, below = _root_columns(index, batch)
-    cache = index.cache
+    columns, below = _root_columns(state, batch)
+    cache = state.cache
     cache.clock += 1
     for column in columns:
         deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
@@ -136,35 +137,35 @@ def _simhash_candidates(index: BlockIndex, batch: Batch, near: dict[int, set[int
     buckets = list(chain.from_iterable(zip(*fps_columns, strict=True)))  # document by document
     lengths = np.fromiter(map(len, buckets), dtype=np.int64, count=len(buckets))
     candidates = np.frombuffer(b"".join(buckets), dtype=np.uint64)
-    queries = (batch.array[:, None] & index._filter_masks[None, :]).ravel()  # as the entries keep them
+    queries = (batch.array[:, None] & state.layout.filter_mask_array[None, :]).ravel()  # as the entries keep them
     sizes = lengths.reshape(n, tables).sum(axis=1)
-    hits = np.flatnonzero(np.bitwise_count(candidates ^ np.repeat(queries, lengths)) <= index.k)
-    if len(hits):
+    matches = np.flatnonzero(np.bitwise_count(candidates ^ np.repeat(queries, lengths)) <= state.layout.k)
+    if len(matches):
         ends = np.cumsum(lengths)
-        bucket_of = np.searchsorted(ends, hits, side="right")  # (document, table) of each match
-        positions = (hits - (ends[bucket_of] - lengths[bucket_of])).tolist()
+        bucket_of = np.searchsorted(ends, matches, side="right")  # (document, table) of each match
+        positions = (matches - (ends[bucket_of] - lengths[bucket_of])).tolist()
         for b, position in zip(bucket_of.tolist(), positions, strict=True):
             i, t = divmod(b, tables)
             near.setdefault(i, set()).add(columns[t][i].handles[position])
     for (t, _), (root_key, root, docs) in below.items():  # below split roots: leaves hold whole fps
         at = np.array(docs, dtype=np.int64)
-        visits = split_batch.descend(index.tables[t], root_key, root, at, batch.array[at])
-        found, handles, counts = split_batch.candidates(index.tables[t], visits, batch.array, index.k)
+        visits = split_batch.descend(state.tables[t], root_key, root, at, batch.array[at])
+        found, handles, counts = split_batch.candidates(state.tables[t], visits, batch.array, state.layout.k)
         sizes += counts
         for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
             near.setdefault(i, set()).add(handle)
-    index._stats.candidates["simhash"].add_many(sizes.tolist())
+    state.stats.candidates["simhash"].add_many(sizes.tolist())
 
 
-def _band_candidates(index: BlockIndex, batch: Batch, band: dict[int, dict[int, list[int]]], first: int | None,
+def _band_candidates(state: IndexState, batch: Batch, band: dict[int, dict[int, list[int]]], first: int | None,
                      run_band: set[tuple[int, int]]) -> None:
-    """Per document, handle -> the band columns under whose tag the band map holds it (``_hits``
+    """Per document, handle -> the band columns under whose tag the band map holds it (``query.hits``
     checks the value in the record), for the band tables each document uses: one compiled call.
     Handles from ``first`` on are the run's own documents: (i, j) into ``run_band`` for each
     earlier document j that has document i's value in a band table both use."""
-    k = index.k
+    k = state.layout.k
     rows, cols = np.nonzero(batch.part[:, k + 1 :])
-    where, found = index.band_map.find_many(cols + (k + 1), batch.values[rows, cols])
+    where, found = state.band_map.find_many(cols + (k + 1), batch.values[rows, cols])
     docs, columns = rows[where], cols[where]
     if first is not None:
         own = found >= np.uint64(first)
@@ -176,26 +177,26 @@ def _band_candidates(index: BlockIndex, batch: Batch, band: dict[int, dict[int, 
     for i, c, handle in zip(docs.tolist(), columns.tolist(), found.tolist(), strict=True):
         band.setdefault(i, {}).setdefault(handle, []).append(c)
     probed = batch.part[:, k + 1 :].any(axis=1)
-    index._stats.candidates["band"].add_many(totals[probed].tolist())
+    state.stats.candidates["band"].add_many(totals[probed].tolist())
 
 
-def add_run_pairs(index: BlockIndex, batch: Batch, answers: list[list[IndexHit]],
+def add_run_pairs(state: IndexState, batch: Batch, answers: list[list[IndexHit]],
                   shared_band: set[tuple[int, int]]) -> None:
     """Add to ``answers[i]`` the documents j < i of the run that its query finds once they are
     inserted: within k on a SimHash table both use and where they share the block, or sharing a
-    band value in a band table both use (``shared_band``); ``once`` as ``_hits`` applies it."""
+    band value in a band table both use (``shared_band``); ``once`` as ``query.hits`` applies it."""
     if len(batch) < 2:
         return
-    k = index.k
-    out = index._positions
+    k = state.layout.k
+    out = state.positions
     count = pairs_within(batch.array, k, out)
     if count > len(out):  # more pairs than room: again, with room
-        out = index._room(count)
+        out = state.room(count)
         pairs_within(batch.array, k, out)
     close = [(p >> 32, p & 0xFFFFFFFF) for p in out[:count].tolist()]
     changed = set()
     for i, j in chain(close, shared_band.difference(close)):
-        hit = _run_hit(index, batch, i, j, (i, j) in shared_band)
+        hit = _run_hit(state, batch, i, j, (i, j) in shared_band)
         if hit is not None:
             answers[i].append(hit)
             changed.add(i)
@@ -203,27 +204,28 @@ def add_run_pairs(index: BlockIndex, batch: Batch, answers: list[list[IndexHit]]
         answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
 
 
-def _run_hit(index: BlockIndex, batch: Batch, i: int, j: int, band: bool) -> IndexHit | None:
+def _run_hit(state: IndexState, batch: Batch, i: int, j: int, band: bool) -> IndexHit | None:
     fps = batch.fps
     distance = (fps[i] ^ fps[j]).bit_count()
-    k = index.k
-    if distance <= k and _share_simhash_block(index, batch, i, j):
+    k = state.layout.k
+    if distance <= k and _share_simhash_block(state, batch, i, j):
         via = "simhash"
     elif band:
         via = "band"
     else:
         return None
     once_in = batch.once[i]
-    if once_in is not None and distance <= k and index.first_shared(fps[j], fps[i]) not in once_in:
+    if once_in is not None and distance <= k and state.layout.first_shared(fps[j], fps[i]) not in once_in:
         return None
     return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
 
 
-def _share_simhash_block(index: BlockIndex, batch: Batch, i: int, j: int) -> bool:
+def _share_simhash_block(state: IndexState, batch: Batch, i: int, j: int) -> bool:
     """Whether a SimHash table that both documents use has them in one bucket (a pair within k
     shares a block by pigeonhole, so with every table used the answer is yes)."""
     if batch.all_simhash:
         return True
     differ = batch.fps[i] ^ batch.fps[j]
-    both: Iterable[int] = np.flatnonzero(batch.part[i, : index.k + 1] & batch.part[j, : index.k + 1]).tolist()
-    return any(not (differ >> index._root_spec[t][1]) & index._root_spec[t][2] for t in both)
+    k, blocks = state.layout.k, state.layout.blocks
+    both: Iterable[int] = np.flatnonzero(batch.part[i, : k + 1] & batch.part[j, : k + 1]).tolist()
+    return any(not (differ >> blocks[t][0]) & blocks[t][1] for t in both)

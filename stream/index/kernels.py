@@ -1,9 +1,9 @@
 """Compiled inner loop of a query: which cached fingerprints lie within k bits of the query's.
 
-A query at 1M uniform fingerprints compares ~61 candidates in 4 buckets; as a Python loop that was
-~13 us of a ~22 us query (0.2 us per candidate on our VM), numpy's fixed per-call cost made it no
-cheaper below ~100 entries. One numba call takes ~1.2 us on small buckets, and ``within_tables``
-filters the k + 1 root buckets of the common probe in one call (docs/index.md).
+A query at 1M uniform fingerprints compares ~61 candidates in 4 buckets; a Python loop takes ~13 us
+of that (0.2 us per candidate), and numpy's fixed per-call cost makes it no cheaper below ~100
+entries. One numba call takes ~1.2 us on small buckets, and ``within_tables`` filters the k + 1
+root buckets of the common probe in one call (docs/index.md, "Decisions").
 """
 
 from __future__ import annotations

@@ -5,15 +5,16 @@ A *scheme* turns a document's key source into
 - for a split bucket, the sub-keys the entry moves to (``groups`` of them, one per group j),
 - a compact per-entry payload from which the fingerprint (and the source, for later splits) comes back.
 
-``SimhashBlocks`` (seeds 000/001): the f-bit fingerprint is cut into k + 1 blocks of near-equal width;
-by the pigeonhole principle two fingerprints within Hamming distance k agree exactly on at least one
-block, so looking up the query's block in each of the k + 1 tables finds every neighbour (lossless).
-Re-splitting (seed 002 §2.3): a hot bucket's entries are keyed again by the bits that remain once the
-bucket's own bits are removed, cut into k + 1 sub-blocks (48 -> 4 x 12 bits for f = 64, k = 3). A
-neighbour that matches the bucket's bits still differs in at most k of the remaining bits, so it
-matches one sub-block exactly: every entry goes to all k + 1 sub-buckets (one per sub-block) and a
-query descends into the k + 1 sub-buckets of its own sub-blocks; the split stays lossless. It recurses
-while at least k + 1 bits remain (each sub-block needs one bit).
+``SimhashBlocks`` (Manku et al. 2007; "SimHash explained"): the f-bit fingerprint is cut into k + 1
+blocks of near-equal width; by the pigeonhole principle two fingerprints within Hamming distance k
+agree exactly on at least one block, so looking up the query's block in each of the k + 1 tables
+finds every neighbour (lossless). Re-splitting (Wang & Wang 2019, §2.3): a hot bucket's entries are
+keyed again by the bits that remain once the bucket's own bits are removed, cut into k + 1
+sub-blocks (48 -> 4 x 12 bits for f = 64, k = 3). A neighbour that matches the bucket's bits still
+differs in at most k of the remaining bits, so it matches one sub-block exactly: every entry goes to
+all k + 1 sub-buckets (one per sub-block) and a query descends into the k + 1 sub-buckets of its own
+sub-blocks; the split stays lossless. It recurses while at least k + 1 bits remain (each sub-block
+needs one bit).
 
 The LSH band tables are not buckets: they live in memory (bandmap.py).
 """
@@ -26,9 +27,9 @@ from typing import Protocol
 import numpy as np
 
 # Descent state below a bucket: (remaining value, remaining bits).
-State = tuple[int, int]
+DescentState = tuple[int, int]
 # A document's key source in one table: (fingerprint, 0).
-Source = tuple[int, int]
+BlockSource = tuple[int, int]
 
 U64 = np.uint64
 
@@ -68,23 +69,23 @@ class BlockScheme(Protocol):
     whole_len: int  # bytes of ``whole_payload``
     fingerprint_is_source: bool  # the source is (fingerprint, 0): a whole cached fingerprint gives it
 
-    def top(self, source: Source) -> bytes: ...
+    def top(self, source: BlockSource) -> bytes: ...
 
-    def root_state(self, source: Source) -> State: ...
+    def root_state(self, source: BlockSource) -> DescentState: ...
 
-    def groups(self, state: State) -> int:
+    def groups(self, state: DescentState) -> int:
         """How many sub-key groups a split of a bucket at this state makes (0: cannot split)."""
         ...
 
-    def child(self, state: State, group: int) -> tuple[bytes, State]:
+    def child(self, state: DescentState, group: int) -> tuple[bytes, DescentState]:
         """Sub-key value bytes of ``group`` and the state below it."""
         ...
 
-    def payload(self, fingerprint: int, source: Source) -> bytes:
+    def payload(self, fingerprint: int, source: BlockSource) -> bytes:
         """What an entry of an unsplit top-level bucket keeps (maybe only a filter, see ``exact``)."""
         ...
 
-    def whole_payload(self, fingerprint: int, source: Source) -> bytes:
+    def whole_payload(self, fingerprint: int, source: BlockSource) -> bytes:
         """What an entry of a split top-level bucket keeps: enough for the whole source, so that its
         sub-buckets can be dealt from it (table.py keeps them in memory only)."""
         ...
@@ -98,7 +99,7 @@ class BlockScheme(Protocol):
         """Whole fingerprints of entries with whole payloads."""
         ...
 
-    def source_of(self, top: bytes, payload: bytes) -> Source:
+    def source_of(self, top: bytes, payload: bytes) -> BlockSource:
         """The source of an entry; whole only from a whole payload (or if ``exact``)."""
         ...
 
@@ -130,9 +131,9 @@ class SimhashBlocks:
     the known bits is a lower bound of the true distance, so filtering by it drops no neighbour; the
     few survivors that are not neighbours (random data: P(at most k of 24 bits differ) = 1.4e-4 per
     candidate at k = 3) are dropped once the hit's record, fetched anyway for its doc id, gives the
-    whole fingerprint. 24 bits rather than 32 (format 4): ~4.5 bytes per document less on disk
-    (docs/index.md, "Disk bytes at 100k skewed"). An entry of a split bucket stores the whole rest
-    (``whole_payload``, 6 bytes): its sub-buckets are dealt from it in memory (format 5, table.py).
+    whole fingerprint. 24 bits rather than 32: ~4.5 bytes per document less on disk (docs/index.md,
+    "Decisions"). An entry of a split bucket stores the whole rest (``whole_payload``, 6 bytes): its
+    sub-buckets are dealt from it in memory (table.py).
     """
 
     kind = "simhash"
@@ -160,32 +161,27 @@ class SimhashBlocks:
         low = self.low
         return ((rest >> low) << (low + self.width)) | (block << low) | (rest & ((1 << low) - 1))
 
-    def top(self, source: Source) -> bytes:
+    def top(self, source: BlockSource) -> bytes:
         return ((source[0] >> self.low) & ((1 << self.width) - 1)).to_bytes(self.top_len, "big")
 
-    def root_state(self, source: Source) -> State:
+    def root_state(self, source: BlockSource) -> DescentState:
         return remove_bits(source[0], self.low, self.width), self.rest_bits
 
-    def groups(self, state: State) -> int:
+    def groups(self, state: DescentState) -> int:
         # Pigeonhole needs k + 1 non-empty sub-blocks.
         return self.k + 1 if state[1] >= self.k + 1 else 0
 
-    def child(self, state: State, group: int) -> tuple[bytes, State]:
+    def child(self, state: DescentState, group: int) -> tuple[bytes, DescentState]:
         rest, nbits = state
         low, width = _group_layout(nbits, self.k + 1)[group]
         value = (rest >> low) & ((1 << width) - 1)
         return value.to_bytes((width + 7) // 8, "big"), (remove_bits(rest, low, width), nbits - width)
 
-    def payload(self, fingerprint: int, source: Source) -> bytes:
-        # remove_bits inlined: this runs k + 1 times per insert
-        low = self.low
-        rest = ((fingerprint >> (low + self.width)) << low) | (fingerprint & ((1 << low) - 1))
-        return (rest & self.kept_mask).to_bytes(self.payload_len, "big")
+    def payload(self, fingerprint: int, source: BlockSource) -> bytes:
+        return (remove_bits(fingerprint, self.low, self.width) & self.kept_mask).to_bytes(self.payload_len, "big")
 
-    def whole_payload(self, fingerprint: int, source: Source) -> bytes:
-        low = self.low
-        rest = ((fingerprint >> (low + self.width)) << low) | (fingerprint & ((1 << low) - 1))
-        return rest.to_bytes(self.whole_len, "big")
+    def whole_payload(self, fingerprint: int, source: BlockSource) -> bytes:
+        return remove_bits(fingerprint, self.low, self.width).to_bytes(self.whole_len, "big")
 
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         size = self.payload_len
@@ -211,7 +207,7 @@ class SimhashBlocks:
             return block | below
         return ((rest >> U64(low)) << U64(low + width)) | block | below
 
-    def source_of(self, top: bytes, payload: bytes) -> Source:
+    def source_of(self, top: bytes, payload: bytes) -> BlockSource:
         return self._restore(int.from_bytes(payload, "big"), int.from_bytes(top, "big")), 0
 
     def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
@@ -220,6 +216,10 @@ class SimhashBlocks:
             return np.zeros(0, dtype=U64)
         pad = b"\x00" * (8 - self.whole_len)
         return np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
+
+    def payload_values(self, fps: np.ndarray) -> np.ndarray:
+        """``payload`` of many fingerprints (uint64 arrays), as the integers its bytes encode."""
+        return self.fingerprint_rests(fps) & U64(self.kept_mask)
 
     def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
         low, width = self.low, self.width  # remove_bits, on arrays

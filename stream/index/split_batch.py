@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream.index.buckets import SplitBucket
 from stream.index.kernels import bucket_growth
+from stream.index.schemes import BlockScheme
 from stream.index.stats import StatsRecorder
-from stream.index.table import CHILD_TAG, BucketTable, SplitBucket, sub_key
+from stream.index.table import CHILD_TAG, BucketTable, sub_key
 
 _U64 = np.uint64
 
@@ -42,8 +44,7 @@ def descend(table: BucketTable, root_key: bytes, root: SplitBucket, docs: np.nda
     split top-level bucket ``root``, each with the documents reaching it; split sub-buckets that are
     not cached are dealt from their parent, as ``leaves`` deals them."""
     scheme = table.scheme
-    low, width = scheme.low, scheme.width  # type: ignore[attr-defined]
-    rests = ((fps >> _U64(low + width)) << _U64(low)) | (fps & _U64((1 << low) - 1))  # root_state
+    rests = scheme.fingerprint_rests(fps)  # each document's root_state there
     visits: list[NodeVisit] = []
     stack = [(root_key, root, 0, docs, rests)]
     while stack:
@@ -63,7 +64,7 @@ def descend(table: BucketTable, root_key: bytes, root: SplitBucket, docs: np.nda
                 child_key = sub_key(key, group, value_bytes)
                 child = table.cache.get(child_key)
                 if child is None:
-                    child = table._child(root, node, group, value_bytes, child_key, child_aux)
+                    child = table.deal(root, node, group, value_bytes, child_key, child_aux)
                 assert isinstance(child, SplitBucket)
                 stack.append((child_key, child, depth + 1, at[going], below[going]))
             positions = np.flatnonzero(leaf)
@@ -71,10 +72,10 @@ def descend(table: BucketTable, root_key: bytes, root: SplitBucket, docs: np.nda
     return visits
 
 
-def _child_of(scheme: object, aux: int, group: int, value: int) -> tuple[bytes, tuple[int, int]]:
+def _child_of(scheme: BlockScheme, aux: int, group: int, value: int) -> tuple[bytes, tuple[int, int]]:
     """The sub-key bytes of ``value`` in ``group`` at a node with ``aux`` bits left, and the state
     (rest 0, bits left) below it: ``scheme.child`` of a state whose group value is ``value``."""
-    probe, (_, below_aux) = scheme.child((0, aux), group)  # type: ignore[attr-defined]
+    probe, (_, below_aux) = scheme.child((0, aux), group)
     return value.to_bytes(len(probe), "big"), (0, below_aux)
 
 
@@ -115,7 +116,7 @@ def candidates(table: BucketTable, visits: list[NodeVisit], fps: np.ndarray,
 
 def count_leaf_growth(table: BucketTable, stats: StatsRecorder, min_split: int, visits: list[NodeVisit]) -> list[int]:
     """The level counters of the leaves the visits' documents are about to join, one entry each (as
-    ``_add`` resizes each leaf by +1, per distinct leaf at once: ``kernels.bucket_growth``); returns
+    ``writes.add`` resizes each leaf by +1, per distinct leaf at once: ``kernels.bucket_growth``); returns
     one document (position) per leaf that reaches ``min_split``. Before the entries are added."""
     big: list[int] = []
     for visit in visits:

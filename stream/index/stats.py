@@ -1,7 +1,7 @@
 """Block-table statistics: bucket sizes per level, splits, candidates per query, per table kind.
 
-The counters drive the re-split rule (the average bucket size of a level, seed 002 §2.3) and are the
-observable state of the index (``BlockIndex.stats()``; later exported as metrics). Structure counters
+The counters drive the re-split rule (the average bucket size of a level, Wang & Wang 2019, §2.3)
+and are the observable state of the index (``BlockIndex.stats()``). Structure counters
 are persisted as one small JSON value every few hundred mutations and on flush/close; after a crash
 they may lag by that many mutations, which only nudges split decisions (queries stay exact).
 """
@@ -134,6 +134,15 @@ class StatsRecorder:
     def resize(self, kind: str, level: int, old: int, new: int) -> None:
         levels = self.levels[kind]
         (levels[level] if level < len(levels) else self.level(kind, level)).resize(old, new)
+
+    def added(self, kind: str, level: int, size: int) -> None:
+        """One entry joined a bucket at ``level`` that now holds ``size``: ``resize(kind, level, size - 1,
+        size)``, its common case first (a size that is no power of two stays in its histogram bin)."""
+        levels = self.levels[kind]
+        if level < len(levels) and size & (size - 1):
+            levels[level].entries += 1
+        else:
+            self.resize(kind, level, size - 1, size)
 
     def level_mean(self, kind: str, level: int) -> float:
         return self.level(kind, level).mean()

@@ -16,8 +16,7 @@ from rocksdict import Options, Rdict
 from stream.index import BlockIndex
 from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
 from stream.service.runtime.tablestore import FaustTableStore
-from tests.test_index_crash_replay import check_every_prefix_plus_redelivery
-from tests.test_index_lossless import FORCED, make_set
+from tests.index.helpers import FORCED, check_every_prefix_plus_redelivery, make_set
 
 K = 3
 

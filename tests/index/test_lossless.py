@@ -8,55 +8,15 @@ after deletes, expiry, replacement, and after reopening a RocksDB index.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex
-from stream.index.schemes import near_equal_widths
-
-BITS = 64
-MASK = (1 << BITS) - 1
-
-
-def flip(fp: int, distance: int, rng: random.Random) -> int:
-    for bit in rng.sample(range(BITS), distance):
-        fp ^= 1 << bit
-    return fp
-
-
-def make_set(seed: int, k: int, n: int, skew: str) -> dict[str, int]:
-    """doc id -> fingerprint: a skewed background plus planted neighbours of a few centres."""
-    rng = random.Random(seed)
-    widths = near_equal_widths(BITS, k + 1)
-    top_low = BITS - widths[0]
-    second_low = top_low - widths[1]
-    shared_top = rng.getrandbits(widths[0]) << top_low
-    shared_two = shared_top | rng.getrandbits(widths[1]) << second_low
-    docs: dict[str, int] = {}
-    for i in range(n):
-        r = rng.getrandbits(BITS)
-        if skew == "one_block" and i % 5:  # 80% share table 0's block
-            fp = shared_top | (r & ((1 << top_low) - 1))
-        elif skew == "two_blocks" and i % 5:  # 80% share the blocks of tables 0 and 1
-            fp = shared_two | (r & ((1 << second_low) - 1))
-        elif skew == "duplicates" and i % 2:  # half are one of three exact fingerprints
-            fp = [shared_top, shared_two, MASK][i % 3]
-        else:
-            fp = r
-        docs[f"bg{i}"] = fp
-    centres = rng.sample(sorted(docs.values()), min(5, len(docs)))
-    for c, centre in enumerate(centres):
-        for d in range(k + 2):  # 0..k are neighbours, k + 1 is not
-            for rep in range(2):
-                docs[f"c{c}d{d}r{rep}"] = flip(centre, d, rng)
-    return docs
-
-
-def brute_force(docs: dict[str, int], query: int, k: int) -> dict[str, int]:
-    return {doc: (fp ^ query).bit_count() for doc, fp in docs.items() if (fp ^ query).bit_count() <= k}
+from stream.index import BlockIndex, MemoryStore
+from tests.index.helpers import BITS, FORCED, MASK, SKEWS, brute_force, flip, make_set
 
 
 def check(index: BlockIndex, docs: dict[str, int], k: int, rng: random.Random, queries: int = 60) -> None:
@@ -73,8 +33,6 @@ def check(index: BlockIndex, docs: dict[str, int], k: int, rng: random.Random, q
 
 
 # Thresholds small enough that the skewed sets split several levels deep.
-FORCED = {"split_mu": 0.0, "split_cap": 8, "min_split": 4}
-SKEWS = st.sampled_from(["uniform", "one_block", "two_blocks", "duplicates"])
 
 
 @settings(max_examples=12, deadline=None)
@@ -205,22 +163,23 @@ def test_a_store_of_an_older_format_is_refused_with_a_clear_error(tmp_path: Path
         BlockIndex(str(tmp_path / "i"), k=3, bands=16)
 
 
-def test_payloads_come_back_with_hits_and_follow_reinserts(tmp_path: Path) -> None:
-    """Format 3: a record keeps the caller's payload; a redelivery with the same payload writes
-    nothing, another payload (same fingerprint) rewrites the record, more tables keep it."""
-    path = str(tmp_path / "i")
-    index = BlockIndex(path, k=3, bands=2)
+def test_payloads_come_back_with_hits_and_follow_reinserts() -> None:
+    """A record keeps the caller's payload; a redelivery with the same payload writes nothing,
+    another payload (same fingerprint) rewrites the record, more tables keep it."""
+    store = CountingStore()
+    index = BlockIndex(k=3, bands=2, store=store)
     bands = ((1, 2), (3, 4))
     index.insert(0xABC, "a", 1.0, bands, payload=b"first")
     index.insert(0xABC ^ 1, "b", 2.0, bands, tables=[0], payload=b"")
     assert {(h.doc_id, h.payload) for h in index.query(0xABC, bands)} == {("a", b"first"), ("b", b"")}
-    version = index._version
+    writes = store.writes
     index.insert(0xABC, "a", 1.0, bands, payload=b"first")  # redelivery: nothing written
-    assert index._version == version
+    assert store.writes == writes
     index.insert(0xABC, "a", 1.0, bands, payload=b"second \x00 \xff")
     index.insert(0xABC ^ 1, "b", 2.0, bands, payload=b"b")  # more tables, new payload
+    assert store.writes == writes + 2
     index.close()
-    reopened = BlockIndex(path, k=3, bands=2)
+    reopened = BlockIndex(k=3, bands=2, store=store)
     hits = reopened.query(0xABC, bands)
     assert [(h.doc_id, h.payload, h.via) for h in hits] == [("a", b"second \x00 \xff", "simhash"),
                                                             ("b", b"b", "simhash")]
@@ -229,17 +188,16 @@ def test_payloads_come_back_with_hits_and_follow_reinserts(tmp_path: Path) -> No
     reopened.close()
 
 
-def test_a_record_without_payload_keeps_the_format_2_layout() -> None:
-    """Only the payload flag and length are new: writers of payload-less records (the batch inserts)
-    and format 2 produce the same bytes."""
-    import struct
+class CountingStore(MemoryStore):
+    """A MemoryStore that counts its write batches."""
 
-    index = BlockIndex(k=3)
-    index.insert(0xABC, "id-é", 2.5)
-    index.insert(0xDEF, "other", 3.5, payload=b"p")
-    records = dict(index.store.scan_prefix(b"\xfc"))
-    assert struct.pack(">QdB", 0xABC, 2.5, 0) + b"\x0f" + "id-é".encode() in records.values()
-    assert struct.pack(">QdB", 0xDEF, 3.5, 0x80) + b"\x0f" + b"\x00\x00\x00\x01p" + b"other" in records.values()
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write_ops(self, ops: Sequence[tuple[bytes, bytes | None]]) -> None:
+        self.writes += 1
+        super().write_ops(ops)
 
 
 def test_tiny_cache_gives_the_same_answers() -> None:

@@ -12,9 +12,8 @@ from collections.abc import Collection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex, MemoryStore
-from stream.index.records import IndexHit
-from tests.test_index_lossless import FORCED, SKEWS, brute_force, flip, make_set
+from stream.index import BlockIndex, IndexHit, MemoryStore
+from tests.index.helpers import FORCED, SKEWS, brute_force, flip, make_set
 
 BANDS = 3
 Doc = tuple[str, int, tuple[tuple[int, int], ...], bytes]

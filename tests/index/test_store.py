@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index.store import BufferedStore, KVStore, MemoryStore, RocksStore, prefix_end
+from stream.index import BufferedStore, KVStore, MemoryStore, RocksStore
+from stream.index.store import prefix_end
 
 
 @pytest.fixture(params=["memory", "rocks", "buffered"])
@@ -46,21 +47,31 @@ def test_put_get_delete_multi_get(make_store: Callable[[], KVStore]) -> None:
     assert store.get(b"a") is None
 
 
-def test_write_batch_applies_puts_and_deletes(make_store: Callable[[], KVStore]) -> None:
+def test_write_ops_apply_puts_and_deletes_in_order(make_store: Callable[[], KVStore]) -> None:
     store = make_store()
-    store.write_batch([(b"k1", b"v1"), (b"k2", b"v2")])
-    store.write_batch([(b"k3", b"v3")], deletes=[b"k1"])
+    store.write_ops([(b"k1", b"v1"), (b"k2", b"v2")])
+    store.write_ops([(b"k3", b"v3"), (b"k1", None)])
     assert store.multi_get([b"k1", b"k2", b"k3"]) == [None, b"v2", b"v3"]
-    store.write_batch([], [])  # empty batch is fine
-    # puts, then deletes (the order a changelog replays): a key both put and deleted ends deleted
-    store.write_batch([(b"k2", b"new")], deletes=[b"k2"])
-    assert store.get(b"k2") is None
+    store.write_ops([])  # an empty batch is fine
+    # in the order given (the order a changelog replays): the last write of a key wins
+    store.write_ops([(b"k2", b"new"), (b"k2", None), (b"k4", None), (b"k4", b"back")])
+    assert store.multi_get([b"k2", b"k4"]) == [None, b"back"]
+
+
+def test_a_buffered_store_writes_a_big_batch_straight_down_after_the_pending_ones() -> None:
+    below = MemoryStore()
+    buffered = BufferedStore(below, max_ops=4)
+    buffered.put(b"a", b"1")
+    buffered.write_ops([(b"a", None), (b"b", b"2"), (b"c", b"3"), (b"a", b"4")])
+    assert buffered.pending == 0 and below.multi_get([b"a", b"b", b"c"]) == [b"4", b"2", b"3"]
+    buffered.write_ops([(b"d", b"5")])
+    assert buffered.pending == 1 and below.get(b"d") is None and buffered.get(b"d") == b"5"
 
 
 def test_scan_prefix_is_ordered_and_bounded(make_store: Callable[[], KVStore]) -> None:
     store = make_store()
     keys = [b"a", b"ab", b"ab\x00", b"ab\xff", b"ab\xff\xff", b"ac", b"b", b"\xff", b"\xff\x01"]
-    store.write_batch([(k, k.upper()) for k in reversed(keys)])
+    store.write_ops([(k, k.upper()) for k in reversed(keys)])
     assert [k for k, _ in store.scan_prefix(b"ab")] == [b"ab", b"ab\x00", b"ab\xff", b"ab\xff\xff"]
     assert [k for k, _ in store.scan_prefix(b"ab\xff")] == [b"ab\xff", b"ab\xff\xff"]
     assert [k for k, _ in store.scan_prefix(b"\xff")] == [b"\xff", b"\xff\x01"]
@@ -71,7 +82,7 @@ def test_scan_prefix_is_ordered_and_bounded(make_store: Callable[[], KVStore]) -
 
 def test_scan_survives_writes_between_items() -> None:
     store = MemoryStore()
-    store.write_batch([(bytes([1, i]), b"x") for i in range(200)])
+    store.write_ops([(bytes([1, i]), b"x") for i in range(200)])
     seen = []
     for key, _ in store.scan_prefix(b"\x01"):
         seen.append(key)
@@ -83,7 +94,7 @@ def test_scan_survives_writes_between_items() -> None:
 def test_rocks_store_persists(tmp_path: Path) -> None:
     path = str(tmp_path / "db")
     store = RocksStore(path, wal=False)
-    store.write_batch([(b"p1", b"x"), (b"p2", b"y")])
+    store.write_ops([(b"p1", b"x"), (b"p2", b"y")])
     store.close()  # flushes: without a WAL only flushed data survives
     store = RocksStore(path)
     assert list(store.scan_prefix(b"p")) == [(b"p1", b"x"), (b"p2", b"y")]
@@ -95,7 +106,7 @@ def test_rocks_store_persists(tmp_path: Path) -> None:
 @given(st.binary(max_size=4), st.lists(st.binary(max_size=5), max_size=40))
 def test_scan_prefix_matches_filter(prefix: bytes, keys: list[bytes]) -> None:
     store = MemoryStore()
-    store.write_batch([(k, b"v") for k in keys])
+    store.write_ops([(k, b"v") for k in keys])
     assert [k for k, _ in store.scan_prefix(prefix)] == sorted({k for k in keys if k.startswith(prefix)})
     end = prefix_end(prefix)
     if end is not None:
@@ -116,9 +127,9 @@ def test_rocks_scan_spans_both_column_families(prefix: bytes, keys: list[bytes])
     with tempfile.TemporaryDirectory() as root:
         store = RocksStore(root + "/db")
         half = len(keys) // 2
-        store.write_batch([(k, b"v") for k in keys[:half]])
+        store.write_ops([(k, b"v") for k in keys[:half]])
         store.flush()
-        store.write_batch([(k, b"w") for k in keys[half:]])
+        store.write_ops([(k, b"w") for k in keys[half:]])
         expected = sorted({k for k in keys if k.startswith(prefix)})
         assert [k for k, _ in store.scan_prefix(prefix)] == expected
         assert store.multi_get(expected) == [store.get(k) for k in expected]
@@ -169,7 +180,7 @@ def test_rocks_store_opens_a_database_without_the_id_family(tmp_path: Path) -> N
     legacy.close()
     store = RocksStore(path)
     assert store.get(b"\xfddoc") == b"h"
-    store.write_batch([(b"\xfddoc2", b"h2"), (b"\x01\x02\x03e", b"p")])
+    store.write_ops([(b"\xfddoc2", b"h2"), (b"\x01\x02\x03e", b"p")])
     assert [k for k, _ in store.scan_prefix(b"")] == [b"\x01\x02\x03e", b"\xfcrec", b"\xfddoc", b"\xfddoc2"]
     store.close()
     assert "ids" not in Rdict.list_cf(path)

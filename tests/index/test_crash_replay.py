@@ -1,7 +1,7 @@
 """A crash at any point of the changelog, then redelivery, leaves a lossless index.
 
 The streaming service sends every store write to a Kafka changelog in the order the index gives
-(puts as given, then deletes; ``KVStore.write_batch``). A worker killed mid-flush leaves a prefix of
+(``KVStore.write_ops``). A worker killed mid-flush leaves a prefix of
 that log; the uncommitted input is redelivered and applied again. Here the log of an index that
 splits hot buckets is cut after every single record, replayed into a fresh store, the interrupted
 operation is redelivered, the rest of the stream follows, and every query must equal brute force.
@@ -10,81 +10,19 @@ operation is redelivered, the rest of the stream follows, and every query must e
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
 
-from stream.index import BlockIndex, MemoryStore
-from tests.test_index_lossless import FORCED, brute_force, flip, make_set
-
-K = 3
-
-
-class ChangelogStore(MemoryStore):
-    """A MemoryStore that also records its writes in changelog order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.log: list[tuple[bytes, bytes | None]] = []
-
-    def put(self, key: bytes, value: bytes) -> None:
-        self.log.append((key, bytes(value)))
-        super().put(key, value)
-
-    def delete(self, key: bytes) -> None:
-        self.log.append((key, None))
-        super().delete(key)
-
-    def write_batch(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes] = ()) -> None:
-        for key, value in puts:
-            self.put(key, value)
-        for key in deletes:
-            self.delete(key)
-
-
-def replay(log: list[tuple[bytes, bytes | None]]) -> MemoryStore:
-    store = MemoryStore()
-    for key, value in log:
-        if value is None:
-            store.delete(key)
-        else:
-            store.put(key, value)
-    return store
-
-
-def open_index(store: MemoryStore, write_buffer: int = 0) -> BlockIndex:
-    return BlockIndex(None, k=K, store=store, write_buffer=write_buffer, **FORCED)  # type: ignore[arg-type]
-
-
-Log = list[tuple[bytes, bytes | None]]
-
-
-def check_every_prefix_plus_redelivery(
-    open_live: Callable[[str], tuple[BlockIndex, Log]], recover: Callable[[Log, str], BlockIndex]
-) -> None:
-    """Interrupt one insert (a plain one, or the replacement of an indexed id) after every prefix of
-    its changelog records, recover from that prefix, redeliver it and the rest: queries must equal
-    brute force. ``open_live(name)`` gives an index and its (growing) log; ``recover(log, name)``
-    does what a worker taking the state over does. Shared with the service's table store tests."""
-    rng = random.Random(7)
-    docs = list(make_set(3, K, 40, "one_block").items())
-    cut_at = 30  # the operations around here split buckets (FORCED thresholds)
-    # a replacement (new fingerprint for an indexed id) is the interrupted operation in one variant
-    stream = [*docs[:cut_at], (docs[5][0], flip(docs[5][1], 2, rng)), *docs[cut_at:]]
-    for interrupted in (cut_at, cut_at + 1):
-        index, log = open_live(f"live{interrupted}")
-        for doc_id, fp in stream[:interrupted]:
-            index.insert(fp, doc_id)
-        before = len(log)
-        index.insert(stream[interrupted][1], stream[interrupted][0])
-        full_log = list(log)
-        assert len(full_log) > before
-        for cut in range(before, len(full_log) + 1):
-            recovered = recover(full_log[:cut], f"cut{interrupted}-{cut}")
-            for doc_id, fp in stream[interrupted:]:  # redelivery of the interrupted insert, then the rest
-                recovered.insert(fp, doc_id)
-            final = dict(stream)
-            for query in list(final.values())[::3] + [flip(fp, K, rng) for fp in list(final.values())[:10]]:
-                got = {hit.doc_id: hit.distance for hit in recovered.query(query)}
-                assert got == brute_force(final, query, K), f"cut {cut - before}/{len(full_log) - before}"
+from stream.index import BlockIndex
+from tests.index.helpers import (
+    ChangelogStore,
+    K,
+    Log,
+    brute_force,
+    check_every_prefix_plus_redelivery,
+    flip,
+    make_set,
+    open_index,
+    replay,
+)
 
 
 def test_every_changelog_prefix_plus_redelivery_is_lossless() -> None:

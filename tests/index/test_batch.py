@@ -16,13 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex, IndexHit, KVStore, MemoryStore
 from stream.index.batch_keys import big_endian, ts_keys
-from stream.index.kernels import bucket_growth
-from stream.index.records import META_NS, IndexHit, ts_key
-from stream.index.stats import LevelCounter
-from stream.index.store import KVStore
-from tests.test_index_lossless import FORCED, SKEWS, brute_force, flip, make_set
+from stream.index.records import META_NS, ts_key
+from tests.index.helpers import FORCED, SKEWS, brute_force, flip, make_set
 
 
 def count_scans(store: KVStore) -> list[bytes]:
@@ -232,46 +229,6 @@ def test_a_sole_writer_on_an_empty_callers_store_skips_scans_but_not_on_a_filled
         assert {h.doc_id: h.distance for h in filled.query(query)} == brute_force(docs, query, 3)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.lists(st.tuples(st.integers(0, 20), st.booleans()), min_size=1, max_size=3), min_size=1, max_size=80),
-    st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 20)), st.integers(0, 3000)),
-    st.integers(1, 3100),
-)
-def test_bucket_growth_is_resize_one_entry_at_a_time(
-    docs: list[list[tuple[int, bool]]], sizes: dict[tuple[int, int], int], min_split: int
-) -> None:
-    """A batch appends one entry per document to its bucket in each table it uses (``docs[i][t]``:
-    the block value and whether it appends there); buckets start at ``sizes`` (else empty). The
-    compiled batch count equals ``resize`` by +1 steps, and it names exactly the buckets reaching
-    ``min_split``, each by its first appending document."""
-    tables = min(map(len, docs))
-    blocks = np.array([[doc[t][0] for doc in docs] for t in range(tables)], dtype=np.uint64)
-    use = np.array([[doc[t][1] for doc in docs] for t in range(tables)], dtype=np.bool_)
-    before = np.array([[sizes.get((t, doc[t][0]), 0) for t in range(tables)] for doc in docs], dtype=np.int64)
-    one_by_one, batch = LevelCounter(), LevelCounter()
-    for size in sizes.values():  # both start from the same buckets
-        one_by_one.resize(0, size)
-        batch.resize(0, size)
-    grown = dict(sizes)
-    firsts: dict[tuple[int, int], int] = {}
-    for i, doc in enumerate(docs):
-        for t in range(tables):
-            block, used = doc[t]
-            if used:
-                old = grown.get((t, block), 0)
-                one_by_one.resize(old, old + 1)
-                grown[t, block] = old + 1
-                firsts.setdefault((t, block), i)
-    bins = np.zeros(66, dtype=np.int64)
-    new_buckets, big = bucket_growth(blocks, before, use, min_split, bins)
-    batch.grow(int(use.sum()), new_buckets, bins)
-    assert batch == one_by_one
-    expected = {(t, i) for (t, block), i in firsts.items() if grown[t, block] >= min_split}
-    got = [(p >> 32, p & 0xFFFFFFFF) for p in big.tolist()]
-    assert sorted(got) == sorted(expected) and len(got) == len(expected)
-
-
 def test_a_root_filter_skips_scans_for_absent_roots_and_changes_no_answer() -> None:
     """``root_filter``: an index reopened on a filled store learns its top-level buckets from the
     records (SimHash and band tables), skips the scan for any other, and answers as an index that
@@ -285,7 +242,7 @@ def test_a_root_filter_skips_scans_for_absent_roots_and_changes_no_answer() -> N
         for doc, fp in docs.items():
             writer.insert(fp, doc, bands=bands[doc])
     copy = MemoryStore()
-    copy.write_batch(list(filled.scan_prefix(b"")))
+    copy.write_ops(list(filled.scan_prefix(b"")))
     plain_scans, filtered_scans = count_scans(filled), count_scans(copy)
     plain = BlockIndex(k=3, bands=n_bands, store=filled, sole_writer=True, cache_bytes=20_000,
                        **FORCED)  # type: ignore[arg-type]

@@ -1,0 +1,163 @@
+"""``IndexState``: what a block index is made of, shared by its per-document calls (query.py,
+insert.py) and its batch calls (batch*.py). ``BlockIndex`` (block_index.py) opens one and is its API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream.index.bandmap import BandMap
+from stream.index.buckets import Bucket
+from stream.index.cache import BucketCache, RootFilter
+from stream.index.layout import TableLayout
+from stream.index.records import (
+    HANDLE_BLOCK,
+    HANDLE_KEY,
+    HANDLE_NS,
+    STATS_KEY,
+    RecordCodec,
+    StoredDocument,
+    handle_bytes,
+)
+from stream.index.stats import StatsRecorder
+from stream.index.store import KVStore
+from stream.index.table import BucketTable, Leaf, SplitPolicy
+
+STATS_EVERY = 512  # mutations between statistics checkpoints
+
+# Per SimHash table: its top-level buckets by block value (BucketCache.slots) and the block's
+# (low bit, mask) in the fingerprint.
+RootSlots = tuple[tuple[list[Bucket | None], int, int], ...]
+# Per SimHash table a query or insert uses: the table, the leaves its descent reaches, its source.
+Probe = list[tuple[BucketTable, list[Leaf], tuple[int, int]]]
+
+
+class Handles:
+    """Handles are a per-store sequence; they are reserved ``HANDLE_BLOCK`` at a time in the store's
+    metadata, so that after a crash the sequence skips handles but never reuses a live one."""
+
+    def __init__(self, store: KVStore) -> None:
+        raw = store.get(HANDLE_KEY)
+        self.next = int.from_bytes(raw, "big") if raw else 0
+        self.reserved = self.next
+
+    def take(self, count: int = 1) -> int:
+        """The first of ``count`` new handles (the others follow it)."""
+        first = self.next
+        self.next += count
+        return first
+
+    def reservation(self) -> tuple[bytes, bytes] | None:
+        """The metadata write that covers the handles taken so far, when they passed the reserved
+        ones (to be written before any key that uses them)."""
+        if self.next <= self.reserved:
+            return None
+        self.reserved = self.next + HANDLE_BLOCK
+        return HANDLE_KEY, self.reserved.to_bytes(8, "big")
+
+    def checkpoint(self) -> tuple[bytes, bytes]:
+        return HANDLE_KEY, max(self.reserved, self.next).to_bytes(8, "big")
+
+
+@dataclass(eq=False, slots=True)
+class IndexState:
+    """The parts of one block index. ``kv`` is the store the index reads and writes through (the
+    store, or a ``BufferedStore`` over it); ``tables`` are its SimHash tables 0..k (band tables live
+    in ``band_map``); ``root_slots`` serves the common probe (every root cached and unsplit) by list
+    index, None when a block is too wide for slot lists (then every call takes the general path)."""
+
+    layout: TableLayout
+    codec: RecordCodec
+    kv: KVStore
+    cache: BucketCache
+    tables: list[BucketTable]
+    band_map: BandMap
+    stats: StatsRecorder
+    policy: SplitPolicy
+    handles: Handles
+    root_slots: RootSlots | None
+    positions: np.ndarray = field(default_factory=lambda: np.empty(1024, dtype=np.int64))  # kernels' output
+    version: int = 0  # bumped by every mutation; keys the memos below
+    dirty: int = 0  # mutations since the last statistics checkpoint
+    # the last probe (version, (fingerprint, tables), its leaves): a query then insert descends once
+    probe_memo: tuple[int, object, Probe] | None = None
+    # the last common probe (version, fingerprint, its k + 1 cached roots or None)
+    roots_memo: tuple[int, int, list[Bucket] | None] | None = None
+    # the last bands tuple and its int pairs (``band_pairs``)
+    bands_memo: tuple[object, tuple[tuple[int, int], ...]] | None = None
+
+    @classmethod
+    def open(cls, layout: TableLayout, kv: KVStore, policy: SplitPolicy, cache_bytes: int) -> IndexState:
+        raw_stats = kv.get(STATS_KEY)
+        stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
+        cache = BucketCache(cache_bytes)
+        state = cls(layout, RecordCodec(layout.table_count, layout.bands), kv, cache, [], BandMap(), stats, policy,
+                    Handles(kv), None)
+        state.tables = [BucketTable(t, scheme, kv, cache, stats, policy, state.fingerprints_of)
+                        for t, scheme in enumerate(layout.simhash)]
+        slot_lists = [cache.slots(t, scheme.top_len) for t, scheme in enumerate(layout.simhash)]
+        if all(slots is not None for slots in slot_lists):
+            pairs = zip(slot_lists, layout.blocks, strict=True)
+            state.root_slots = tuple((slots, low, mask) for slots, (low, mask) in pairs if slots is not None)
+        return state
+
+    def restore(self, root_filter: bool) -> None:
+        """The state derived from the records of a store that is not empty: the band map, and the
+        root filter if asked for. One scan of the records, then numpy per table."""
+        layout = self.layout
+        columns = self.codec.columns(self.kv)
+        roots = RootFilter() if root_filter else None
+        self.band_map = BandMap(capacity=len(columns.handles) * layout.bands)
+        for t in range(layout.table_count):
+            has = columns.in_table(t)
+            if t > layout.k:  # a band table: its values (a record without bands has no band table)
+                values = columns.band_values[has, t - layout.k - 1]
+                self.band_map.add_many(np.full(len(values), t, dtype=np.int64), values, columns.handles[has])
+            elif roots is not None:
+                roots.add_tops(t, layout.simhash[t].top_len, layout.block_values(t, columns.fingerprints[has]))
+        self.cache.root_filter = roots
+
+    def mutated(self, count: int = 1) -> None:
+        """``count`` documents changed: bump the memos' version, checkpoint now and then."""
+        self.version += 1
+        self.dirty += count
+        if self.dirty >= STATS_EVERY:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        self.kv.write_ops([(STATS_KEY, self.stats.to_json()), self.handles.checkpoint()])
+        self.dirty = 0
+
+    def room(self, count: int) -> np.ndarray:
+        """The compiled filters' output buffer, grown (to twice what is asked) to hold ``count``."""
+        if count > len(self.positions):
+            self.positions = np.empty(2 * count, dtype=np.int64)
+        return self.positions
+
+    def records(self, handles: Sequence[int]) -> list[bytes | None]:
+        """The records of ``handles`` (None: no record), by one multi-get."""
+        return self.kv.multi_get([HANDLE_NS + handle_bytes(h) for h in handles])
+
+    def document(self, raw_handle: bytes) -> StoredDocument | None:
+        value = self.kv.get(HANDLE_NS + raw_handle)
+        return None if value is None else self.codec.decode(value)
+
+    def fingerprints_of(self, raw_handles: list[bytes]) -> list[int | None]:
+        """Whole fingerprints by handle, for splits of tables whose entries keep only a filter."""
+        values = self.kv.multi_get([HANDLE_NS + raw for raw in raw_handles])
+        return [None if value is None else int.from_bytes(value[:8], "big") for value in values]
+
+    def band_pairs(self, bands: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+        """``bands`` as a tuple of int pairs. Memoized for the last tuple seen: the detector passes one
+        tuple to the query and then the insert of a document (16 bands: 3.1 us a conversion). Only
+        for a tuple, which cannot change between the two calls."""
+        memo = self.bands_memo
+        if memo is not None and memo[0] is bands:
+            return memo[1]
+        pairs = tuple((int(v), int(e)) for v, e in bands)
+        if type(bands) is tuple:
+            self.bands_memo = (bands, pairs)
+        return pairs
