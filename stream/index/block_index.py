@@ -178,10 +178,6 @@ class BlockIndex:
         """``TableLayout.routing_keys`` of this index's layout."""
         return self.layout.routing_keys(fingerprint, bands)
 
-    def lookup_keys(self, handle_key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
-        """``RecordCodec.derived_keys``: the doc-id and expiry keys of a stored record."""
-        return self._state.codec.derived_keys(handle_key, value)
-
     # -- the whole index ------------------------------------------------------------------------
 
     def stats(self) -> IndexStats:

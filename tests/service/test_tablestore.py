@@ -13,8 +13,7 @@ from typing import Any
 
 from rocksdict import Options, Rdict
 
-from stream.index import BlockIndex
-from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
+from stream.index import DERIVED_NAMESPACES, BlockIndex, rebuild_derived_keys
 from stream.service.runtime.tablestore import FaustTableStore
 from tests.index.helpers import FORCED, check_every_prefix_plus_redelivery, make_set
 
@@ -36,11 +35,11 @@ def open_store(path: Path, output: LogOutput) -> FaustTableStore:
     db = Rdict(str(path), Options(raw_mode=True))
     table = SimpleNamespace(data=SimpleNamespace(_db_for_partition=lambda _p: db),
                             changelog_topic=SimpleNamespace(get_topic_name=lambda: "blocks-changelog"))
-    return FaustTableStore(table, 0, output, DOC_NS + EXPIRY_NS)  # type: ignore[arg-type]
+    return FaustTableStore(table, 0, output, DERIVED_NAMESPACES)  # type: ignore[arg-type]
 
 
 def recover(path: Path, log: list[tuple[bytes, bytes | None]]) -> tuple[FaustTableStore, BlockIndex, LogOutput]:
-    """What a worker taking the partition over does: replay the log (Faust), open the index, rebuild."""
+    """What a worker taking the partition over does: replay the log (Faust), rebuild, open the index."""
     out = LogOutput()
     store = open_store(path, out)
     for key, value in log:
@@ -48,9 +47,8 @@ def recover(path: Path, log: list[tuple[bytes, bytes | None]]) -> tuple[FaustTab
             store.db.delete(key)
         else:
             store.db.put(key, value)
-    index = BlockIndex(None, k=K, store=store, **FORCED)  # type: ignore[arg-type]
-    store.rebuild_unlogged(HANDLE_NS, index.lookup_keys)
-    return store, index, out
+    rebuild_derived_keys(store)
+    return store, BlockIndex(None, k=K, store=store, **FORCED), out  # type: ignore[arg-type]
 
 
 def items(db: Any) -> dict[bytes, bytes]:
@@ -66,15 +64,16 @@ def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tm
         index.insert(fp, doc_id, ts=float(i % 7), payload=doc_id.encode() * (i % 3))
     assert index.delete(next(iter(docs)))
     assert index.stats().splits > 0
-    assert not [key for key, _ in out.log if key[0] in DOC_NS + EXPIRY_NS]
+    assert not [key for key, _ in out.log if key[0] in DERIVED_NAMESPACES]
     recovered, reopened, _ = recover(tmp_path / "taken-over", out.log)
     assert items(recovered.db) == items(store.db)
     for i, (doc_id, fp) in enumerate(list(docs.items())[1:], start=1):  # payloads come back with the hits
         assert {h.doc_id: h.payload for h in reopened.query(fp)}[doc_id] == doc_id.encode() * (i % 3)
     # derived keys left from an earlier assignment (here: of the deleted document) are dropped
-    recovered.db.put(DOC_NS + b"gone", b"\x00\x00\x00\x00\x09")
-    recovered.db.put(EXPIRY_NS + bytes(8) + b"\x00\x00\x00\x00\x09", b"")
-    recovered.rebuild_unlogged(HANDLE_NS, BlockIndex(None, k=K, store=recovered, **FORCED).lookup_keys)  # type: ignore[arg-type]
+    doc_ns, expiry_ns = DERIVED_NAMESPACES[:1], DERIVED_NAMESPACES[1:]
+    recovered.db.put(doc_ns + b"gone", b"\x00\x00\x00\x00\x09")
+    recovered.db.put(expiry_ns + bytes(8) + b"\x00\x00\x00\x00\x09", b"")
+    rebuild_derived_keys(recovered)
     assert items(recovered.db) == items(store.db)
 
 
@@ -104,7 +103,7 @@ def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
 def test_a_buffer_drained_per_batch_logs_the_same_records_in_the_same_order(tmp_path: Path) -> None:
     """The probe stage writes through a BufferedStore drained once per agent batch (write_ops):
     the changelog must be the one an unbuffered store gives, and RocksDB must end up the same."""
-    from stream.index.store import BufferedStore
+    from stream.index import BufferedStore
 
     docs = make_set(9, K, 60, "two_blocks")
     logs, dbs = [], []
@@ -128,10 +127,11 @@ def test_a_buffer_drained_per_batch_logs_the_same_records_in_the_same_order(tmp_
     assert logs[0] == logs[1] and dbs[0] == dbs[1]
 
 
-def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_recovered_one(
+def test_the_probe_stage_skips_scans_only_on_an_empty_partition(
         tmp_path: Path) -> None:
     """The probe stage's index takes a cache miss for an empty bucket only if the partition was empty
-    when it opened it; a recovered partition gets its doc-id keys rebuilt and is read as it is."""
+    when it opened it; a recovered partition (its derived keys rebuilt, as the worker does on opening
+    it) is read as it is."""
     from stream.detect import MatchSettings
     from stream.fingerprint import FingerprintConfig
     from stream.service.stages import ProbeStage, Topics
@@ -153,8 +153,8 @@ def test_the_probe_stage_skips_scans_only_on_an_empty_partition_and_rebuilds_a_r
             replayed.db.delete(key)
         else:
             replayed.db.put(key, value)
+    assert rebuild_derived_keys(replayed) == 2 * len(docs)  # a doc-id and an expiry key per document
     recovered = stage(replayed).detector(0).index
     assert not recovered.cache.complete
-    assert all(replayed.get(DOC_NS + doc_id.encode()) is not None for doc_id in docs)
     for doc_id, fp in docs.items():
         assert doc_id in {hit.doc_id for hit in recovered.query(fp)}

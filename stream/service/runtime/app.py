@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 import faust
 from faust.types import EventT
 
-from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, DedupError
-from stream.index.records import DOC_NS, EXPIRY_NS
+from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError, DedupError
+from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
 from stream.service.runtime.faust_tuning import set_fetch_max_wait, set_switch_interval
 from stream.service.runtime.health import Health
@@ -154,9 +154,7 @@ class DedupApp:
         self.documents = DocumentStage(config, matching, self.topics, self.output)
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
-        # the index's doc-id and expiry keys stay out of the changelog: ProbeStage rebuilds them
-        self.probes = ProbeStage(config, matching, self.topics,
-                                 lambda p: self._store(self.blocks, self._block_stores, p, DOC_NS + EXPIRY_NS),
+        self.probes = ProbeStage(config, matching, self.topics, self._block_store,
                                  self.output, verify_once=s.verify_once, late_allowance=s.late_allowance)
         self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
@@ -181,15 +179,29 @@ class DedupApp:
 
     def _gather_store(self, partition: int) -> FaustTableStore:
         """The gather state table's partition: gather states and the input ledgers' positions."""
-        return self._store(self.gather_state, self._gather_stores, partition)
+        return self._store(self.gather_state, self._gather_stores, partition)[0]
+
+    def _block_store(self, partition: int) -> FaustTableStore:
+        """The block table's partition. The index's doc-id and expiry keys stay out of the changelog
+        (they follow from its records): a newly opened partition derives them from what recovery
+        restored, before the first probe reads them."""
+        store, opened = self._store(self.blocks, self._block_stores, partition, DERIVED_NAMESPACES)
+        if opened:
+            try:
+                rebuild_derived_keys(store)
+            except ValueError as exc:
+                raise ConfigError(f"block table partition {partition}: {exc}") from None
+        return store
 
     def _store(self, table: Any, cache: dict[int, FaustTableStore], partition: int,
-               unlogged: bytes = b"") -> FaustTableStore:
+               unlogged: bytes = b"") -> tuple[FaustTableStore, bool]:
+        """The store of a table partition, and whether it was opened now."""
         db = table.data._db_for_partition(partition)
         store = cache.get(partition)
         if store is None or store.db is not db:  # Faust reopened the partition after a rebalance
             store = cache[partition] = FaustTableStore(table, partition, self.output, unlogged)
-        return store
+            return store, True
+        return store, False
 
     def _on_data_loss(self, lost: list[str]) -> NoReturn:
         """The broker no longer has what this worker's tables hold: stop (exit 3, the data dir marked

@@ -5,12 +5,12 @@ Faust opened and restores from the changelog on recovery. Every write goes to th
 to the table's changelog topic (same partition, raw bytes key/value; None deletes), so another
 worker taking the partition over rebuilds exactly this state, except keys in ``unlogged``
 namespaces: those are a function of other keys (the block index's doc-id and expiry keys, derived
-from its records), written to RocksDB only and rebuilt by ``rebuild_unlogged`` after recovery.
+from its records), written to RocksDB only and rebuilt after recovery (``stream.index.rebuild_derived_keys``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -98,27 +98,6 @@ class FaustTableStore:
         self.output.changelog_many(self.topic, self.partition, logged)
         with storage("write"):
             self.db.write(batch)
-
-    def rebuild_unlogged(self, source: bytes,
-                         derive: Callable[[bytes, bytes], Iterable[tuple[bytes, bytes]]]) -> int:
-        """Replace every unlogged key by ``derive(key, value)`` of the keys under ``source``; returns
-        how many it wrote. Run after recovery, before the first read: recovery restored the logged
-        keys only, and unlogged ones left from an earlier assignment may be stale."""
-        batch = self._write_batch_cls(raw_mode=True)
-        for first in sorted(self.unlogged):
-            for key, _ in self.scan_prefix(bytes([first])):
-                batch.delete(key)
-        with storage("write"):
-            self.db.write(batch)
-        batch = self._write_batch_cls(raw_mode=True)
-        written = 0
-        for key, value in self.scan_prefix(source):
-            for derived_key, derived_value in derive(key, value):
-                batch.put(derived_key, derived_value)
-                written += 1
-        with storage("write"):
-            self.db.write(batch)
-        return written
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         with storage("scan"):

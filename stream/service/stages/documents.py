@@ -12,7 +12,7 @@ from stream.detect import MatchSettings
 from stream.errors import DocumentError
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.document import DELETE
-from stream.index import BlockIndex, MemoryStore
+from stream.index import TableLayout
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Header, ProbeItem
@@ -25,7 +25,7 @@ class DocumentStage:
     def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics, output: Output) -> None:
         self.fingerprinter = Fingerprinter(config)
         # routing only needs the table layout (k, bands), never any state
-        self.router = BlockIndex(None, k=matching.k, bands=config.band_tables, store=MemoryStore())
+        self.router = TableLayout(k=matching.k, bands=config.band_tables)
         self.topics = topics
         self.dead = DeadLetters(output, topics.dlq)
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from stream.detect import MAX_MATCHES, verdict_of
-from stream.index.store import KVStore
+from stream.index import KVStore
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.gather_state import GatherState

@@ -15,9 +15,7 @@ from stream.detect.detector import fingerprint_of
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import BlockIndex
-from stream.index.records import HANDLE_NS
-from stream.index.store import BufferedStore, KVStore
+from stream.index import BlockIndex, BufferedStore, KVStore
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Answer, GatherEntry, ProbeItem, Revise, Source, dumps, loads
@@ -81,11 +79,6 @@ class ProbeStage:
         except ValueError as exc:
             raise ConfigError(f"block table partition {partition}: {exc}") from None
         self._check_settings(partition, buffered)
-        rebuild = getattr(store, "rebuild_unlogged", None)
-        if rebuild is not None:
-            # The index's doc-id and expiry keys are not in the changelog (they follow from its
-            # records): derive them from what recovery restored, before the first probe reads them.
-            rebuild(HANDLE_NS, index.lookup_keys)
         detector = self.matching.detector(index, once=self.verify_once)
         opened = self._detectors[partition] = (store, detector, buffered)
         return opened
