@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from stream.bench.index import run_peer, scratch_dir
+from stream.bench.index_runs import run_peer, scratch_dir
 from stream.detect import Detector
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stream.bench.index import fingerprints
+from stream.bench.index_runs import fingerprints
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.schema import FingerprintConfig
