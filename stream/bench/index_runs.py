@@ -82,6 +82,56 @@ def scratch_dir(root: Path) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@dataclass
+class BuildTimes:
+    """Seconds spent building an index: querying, inserting, and both over the last 10% of the build."""
+
+    query: float = 0.0
+    insert: float = 0.0
+    tail: float = 0.0
+    tail_docs: int = 0
+    total: float = 0.0
+
+
+def build(index: BlockIndex, fps: list[int], variant: str, batch: int) -> BuildTimes:
+    """Index ``fps`` the streaming way (query, then insert, per document; ``batch``: one
+    ``query_insert_many`` call per chunk, whose query and insert parts are not timed apart, so q+i is
+    taken over the last 10% of the build, the index at 0.9N..N)."""
+    n, clock, times = len(fps), time.perf_counter, BuildTimes()
+    ids, ts = [f"doc-{i}" for i in range(n)], [float(i) for i in range(n)]
+    tail_from = n - max(1, n // 10)
+    start = clock()
+    step = batch if variant == "batch" else 1
+    for i in range(0, n, step):
+        t0 = clock()
+        if variant == "batch":
+            index.query_insert_many(fps[i : i + step], ids[i : i + step], ts[i : i + step])
+            t1 = t0
+        else:
+            index.query(fps[i])
+            t1 = clock()
+            index.insert(fps[i], ids[i], ts=ts[i])
+        t2 = clock()
+        times.query, times.insert = times.query + t1 - t0, times.insert + t2 - t1
+        if i >= tail_from:
+            times.tail += t2 - t0
+            times.tail_docs += len(ids[i : i + step])
+    times.total = clock() - start
+    return times
+
+
+def fresh_queries(index: BlockIndex, queries: list[int], variant: str, batch: int) -> tuple[list[set[str]], float]:
+    """The ids each query finds, and the seconds all took."""
+    answers: list[set[str]] = []
+    t0 = time.perf_counter()
+    if variant == "batch":
+        for i in range(0, len(queries), batch):
+            answers += [{hit.doc_id for hit in hits} for hits in index.query_many(queries[i : i + batch])]
+    else:
+        answers = [{hit.doc_id for hit in index.query(fp)} for fp in queries]
+    return answers, time.perf_counter() - t0
+
+
 def run_ours(
     distribution: str, fps: list[int], queries: list[int], variant: str, tmp_root: Path, min_split: int | None,
     batch: int = 1024,
@@ -92,48 +142,9 @@ def run_ours(
         kwargs["min_split"] = min_split
     with scratch_dir(tmp_root) as path:
         index = BlockIndex(str(path / "db"), k=K, **kwargs)  # type: ignore[arg-type]
-        ids = [f"doc-{i}" for i in range(n)]
-        times = [float(i) for i in range(n)]
-        tail_from = n - max(1, n // 10)
-        t_query = t_insert = t_tail = 0.0
-        tail_docs = 0
-        clock = time.perf_counter
-        start = clock()
-        if variant == "batch":
-            # one query_insert_many call per chunk; its query and insert parts are not timed apart:
-            # q+i is taken over the last 10% of the build (the index at 0.9N..N), see the row
-            for i in range(0, n, batch):
-                chunk = slice(i, i + batch)
-                t0 = clock()
-                index.query_insert_many(fps[chunk], ids[chunk], times[chunk])
-                t2 = clock()
-                t_insert += t2 - t0
-                if i >= tail_from:
-                    t_tail += t2 - t0
-                    tail_docs += len(ids[chunk])
-        else:
-            for i, fp in enumerate(fps):
-                t0 = clock()
-                index.query(fp)
-                t1 = clock()
-                index.insert(fp, ids[i], ts=times[i])
-                t2 = clock()
-                t_query += t1 - t0
-                t_insert += t2 - t1
-                if i >= tail_from:
-                    t_tail += t2 - t0
-                    tail_docs += 1
-        build_s = clock() - start
+        times = build(index, fps, variant, batch)
         before = index.stats().kinds["simhash"]
-        answers: list[set[str]] = []
-        t0 = clock()
-        if variant == "batch":
-            for i in range(0, len(queries), batch):
-                answers += [{hit.doc_id for hit in hits} for hits in index.query_many(queries[i : i + batch])]
-        else:
-            for fp in queries:
-                answers.append({hit.doc_id for hit in index.query(fp)})
-        query_s = clock() - t0
+        answers, query_s = fresh_queries(index, queries, variant, batch)
         after = index.stats().kinds["simhash"]
         phase_queries = after.queries - before.queries
         candidates = (after.candidates_mean * after.queries - before.candidates_mean * before.queries) / max(
@@ -144,28 +155,19 @@ def run_ours(
         assert isinstance(store, RocksStore)  # the index opened it at path
         store.compact()
         disk_per_fp = store.disk_bytes() / n
-        stats = index.stats()
+        splits = index.stats().splits
         index.close()
     query_us = query_s / max(len(queries), 1) * 1e6
-    tail_us = t_tail / max(tail_docs, 1) * 1e6
+    tail_us = times.tail / max(times.tail_docs, 1) * 1e6
     # batch: the build's calls query and insert at once; insert = q+i at N (the tail) - a fresh query
-    insert_us = tail_us - query_us if variant == "batch" else t_insert / n * 1e6
+    insert_us = tail_us - query_us if variant == "batch" else times.insert / n * 1e6
     row = Row(
-        distribution=distribution,
-        n=n,
-        variant=variant,
-        insert_us=insert_us,
-        build_query_us=float("nan") if variant == "batch" else t_query / n * 1e6,
-        query_us=query_us,
-        query_plus_insert_us=query_us + insert_us,
-        tail_query_plus_insert_us=tail_us,
-        candidates_mean=candidates,
-        candidates_max=after.candidates_max,
-        hits_per_query=sum(map(len, answers)) / max(len(answers), 1),
-        disk_bytes_per_fp=disk_per_fp,
-        splits=stats.splits,
-        build_s=build_s,
-        queries=len(queries),
+        distribution=distribution, n=n, variant=variant, insert_us=insert_us,
+        build_query_us=float("nan") if variant == "batch" else times.query / n * 1e6,
+        query_us=query_us, query_plus_insert_us=query_us + insert_us, tail_query_plus_insert_us=tail_us,
+        candidates_mean=candidates, candidates_max=after.candidates_max,
+        hits_per_query=sum(map(len, answers)) / max(len(answers), 1), disk_bytes_per_fp=disk_per_fp,
+        splits=splits, build_s=times.total, queries=len(queries),
     )
     return row, answers
 
