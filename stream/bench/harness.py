@@ -10,7 +10,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -65,6 +66,17 @@ class Deployment:
     tmp: Path
     app_id: str = field(default_factory=lambda: "t" + uuid.uuid4().hex[:8])
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @classmethod
+    @contextmanager
+    def running(cls, broker: Any, tmp: Path) -> Iterator[Deployment]:
+        """A deployment with its topics made, its workers stopped on leaving."""
+        d = cls(broker, tmp)
+        d.apply_topology()
+        try:
+            yield d
+        finally:
+            d.stop()
 
     @property
     def documents(self) -> str:

@@ -90,13 +90,8 @@ class Run:
     def deployment(self, name: str) -> Iterator[Deployment]:
         tmp = self.tmp / name
         tmp.mkdir(parents=True, exist_ok=True)
-        with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
-            d = Deployment(broker, tmp)
-            d.apply_topology()
-            try:
-                yield d
-            finally:
-                d.stop()
+        with EmbeddedBroker(log_path=tmp / "tansu.log") as broker, Deployment.running(broker, tmp) as d:
+            yield d
 
 
 def _encode(doc: dict[str, Any]) -> Publishable:

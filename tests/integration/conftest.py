@@ -13,12 +13,8 @@ from stream.bench.harness import Deployment, Row, demo_docs, reference
 
 @pytest.fixture
 def deployment(broker: Any, tmp_path: Path) -> Iterator[Deployment]:
-    d = Deployment(broker, tmp_path)
-    d.apply_topology()
-    try:
+    with Deployment.running(broker, tmp_path) as d:
         yield d
-    finally:
-        d.stop()
 
 
 @pytest.fixture(scope="session")
