@@ -16,7 +16,7 @@ from stream.fingerprint.schema import SIMHASH_FEATURES
 
 F = TypeVar("F", bound=Callable[..., Any])
 SEGMENTERS = ("auto", "rjieba", "jieba")
-WEIGHTINGS = ("tf", "binary", "tfidf", "tfidf_len", "seed004")
+WEIGHTINGS = ("tf", "binary", "tfidf", "tfidf_len", "pos_weighted")
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ SPECS = (
     Spec(("--simhash-features",), "simhash_features", click.Choice(SIMHASH_FEATURES), FP.simhash_features,
          "SimHash over weighted words or over the shingles."),
     Spec(("--weighting",), "weighting", click.Choice(WEIGHTINGS), FP.weighting,
-         "Word weights of the SimHash (docs/text.md; seed004: the POS-weighted SimHash of docs/references.md)."),
+         "Word weights of the SimHash (docs/text.md; pos_weighted: the POS-weighted SimHash of docs/references.md)."),
     Spec(("--bands",), "bands", click.IntRange(0, 64), FP.bands, "MinHash LSH band tables (0: SimHash tables only)."),
     Spec(("--prefix-bands",), "prefix_bands", click.IntRange(0, 64), FP.prefix_bands,
          "LSH band tables over the first characters of each document: they find truncated and excerpted copies "

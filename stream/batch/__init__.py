@@ -1,2 +1,2 @@
-"""Batch mode: ``dedup scan`` over JSONL files, with optional persistent state (seed 003's
+"""Batch mode: ``dedup scan`` over JSONL files, with optional persistent state (Li & Han's
 incremental processing: a later scan checks new documents against everything seen before)."""

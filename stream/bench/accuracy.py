@@ -158,8 +158,8 @@ def methods(config: FingerprintConfig, k: int, weightings: Iterable[str], peers:
     for w in weightings:
         if w == "shingles":
             cfg = config.with_(simhash_features="shingles")
-        elif w == "seed004+pos":
-            cfg = config.with_(simhash_features="words", weighting="seed004", pos_tags=True)
+        elif w == "pos_weighted+pos":
+            cfg = config.with_(simhash_features="words", weighting="pos_weighted", pos_tags=True)
         else:
             cfg = config.with_(simhash_features="words", weighting=w)
         out.append((f"simhash:{w}", functools.partial(_simhash_only, cfg, k)))
@@ -183,7 +183,8 @@ def peer_labels() -> dict[str, str]:
               help="Another corpus and its ground-truth pairs (instead of the registered ones).")
 @click.option("--limit", type=int, default=None, help="Only the first N documents of each track.")
 @click.option("-k", "k", type=int, default=3, show_default=True, help="SimHash Hamming radius.")
-@click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,seed004+pos,binary,shingles", show_default=True,
+@click.option("--weightings", default="tf,tfidf,tfidf_len,pos_weighted,pos_weighted+pos,binary,shingles",
+              show_default=True,
               help="SimHash-only variants to compare ('' for none).")
 @click.option("--no-peers", is_flag=True, help="Skip the simhash and datasketch peers.")
 @click.option("--segmenter", type=click.Choice(["auto", "rjieba", "jieba"]), default="auto", show_default=True,

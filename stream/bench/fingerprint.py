@@ -101,7 +101,7 @@ def raw_segmenters() -> dict[str, Callable[[str], Any]]:
 @click.option("--size", type=int, default=3000, show_default=True, help="Document size in UTF-8 bytes.")
 @click.option("--docs", "count", type=int, default=200, show_default=True, help="Documents per measurement.")
 @click.option("--seconds", type=float, default=2.0, show_default=True, help="Minimum time per measurement.")
-@click.option("--weightings", default="tf,tfidf,tfidf_len,seed004,binary", show_default=True,
+@click.option("--weightings", default="tf,tfidf,tfidf_len,pos_weighted,binary", show_default=True,
               help="Comma-separated SimHash weightings to time.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
 def command(text_path: Path | None, size: int, count: int, seconds: float, weightings: str, out_dir: str) -> None:

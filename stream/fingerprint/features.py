@@ -6,7 +6,7 @@ not features: stop words, punctuation), and the counting is compiled (numba). On
 documents this is ~50 us instead of ~170 us for Counter + filter + weights dict + hashing; the
 result is the same set of (hash, weight) pairs, in another order (the vote does not depend on it).
 
-TF-IDF weightings (``tfidf``, ``tfidf_len``, ``seed004`` without POS tags) with a fixed table
+TF-IDF weightings (``tfidf``, ``tfidf_len``, ``pos_weighted`` without POS tags) with a fixed table
 (``JiebaIdf``) take a like path: a memo maps each token to a row of arrays holding what
 ``weigh`` would compute from the string (hash, IDF, 1 + length relevance, length, marker word), or
 to row 0 when the token is dropped (not a feature, or unknown to the table); a compiled kernel then
@@ -96,8 +96,8 @@ def count_simhash(tokens: Sequence[str], scheme: str) -> tuple[int, int]:
     return n, int(sim)
 
 
-IDF_WEIGHTINGS = ("tfidf", "tfidf_len", "seed004")
-_SCHEME_CODE = {"tfidf": 0, "tfidf_len": 1, "seed004": 2}
+IDF_WEIGHTINGS = ("tfidf", "tfidf_len", "pos_weighted")
+_SCHEME_CODE = {"tfidf": 0, "tfidf_len": 1, "pos_weighted": 2}
 
 
 class _IdfRows(dict[str, int]):
@@ -156,7 +156,7 @@ class _IdfRows(dict[str, int]):
         return k
 
 
-# per fixed table: (rows for tfidf/tfidf_len, rows for seed004, whose stop list spares marker words)
+# per fixed table: (rows for tfidf/tfidf_len, rows for pos_weighted, whose stop list spares marker words)
 _IDF_ROWS: weakref.WeakKeyDictionary[JiebaIdf, tuple[_IdfRows, _IdfRows]] = weakref.WeakKeyDictionary()
 
 
@@ -164,14 +164,14 @@ def _idf_rows(table: JiebaIdf, scheme: str) -> _IdfRows:
     pair = _IDF_ROWS.get(table)
     if pair is None:
         pair = _IDF_ROWS[table] = (_IdfRows(table, STOPWORDS), _IdfRows(table, _STOPWORDS_BUT_MARKERS))
-    return pair[scheme == "seed004"]
+    return pair[scheme == "pos_weighted"]
 
 
 @njit(cache=True)
 def _idf_weights(ids: np.ndarray, title_ids: np.ndarray, scheme: int, hashes: np.ndarray, idf: np.ndarray,
                  len_factor: np.ndarray, length: np.ndarray, marker: np.ndarray, slot: np.ndarray,
                  title: np.ndarray, marker_factor: float, title_factor: float) -> tuple[np.ndarray, np.ndarray]:
-    # weigh()'s tfidf / tfidf_len / seed004 (no POS tags) over rows: same features in the same order
+    # weigh()'s tfidf / tfidf_len / pos_weighted (no POS tags) over rows: same features in the same order
     # (first occurrence, as Counter), same float operations in the same order (see stream.text.weights)
     order = np.empty(len(ids), dtype=np.int64)
     counts = np.zeros(len(ids), dtype=np.int64)
@@ -243,7 +243,7 @@ def _idf_call(kernel, tokens: Sequence[str], scheme: str, table: JiebaIdf,  # ty
             rows.reset()
         get = rows.__getitem__
         ids = np.fromiter(map(get, tokens), dtype=np.int64, count=len(tokens))
-        if scheme == "seed004" and title_tokens:
+        if scheme == "pos_weighted" and title_tokens:
             title_ids = np.fromiter(map(get, title_tokens), dtype=np.int64, count=len(title_tokens))
         else:
             title_ids = np.empty(0, dtype=np.int64)
@@ -253,7 +253,7 @@ def _idf_call(kernel, tokens: Sequence[str], scheme: str, table: JiebaIdf,  # ty
 
 def has_idf_path(scheme: str, idf: IdfTable | None, pos: Sequence[str] | None = None) -> bool:
     """Whether ``idf_simhash`` / ``idf_features`` apply: a TF-IDF weighting with a fixed table
-    (``JiebaIdf``; a streaming table changes per document) and no POS tags (the opt-in of ``seed004``)."""
+    (``JiebaIdf``; a streaming table changes per document) and no POS tags (the opt-in of ``pos_weighted``)."""
     return scheme in IDF_WEIGHTINGS and isinstance(idf, JiebaIdf) and pos is None
 
 

@@ -46,7 +46,7 @@ class Fingerprinter:
         self.segmenter = get_segmenter(self.config.segmenter)
         self.stream_idf = StreamingIdf(idf_path) if self.config.idf == "stream" else None
         self.idf: Any = self.stream_idf
-        if self.idf is None and self.config.weighting in ("tfidf", "tfidf_len", "seed004"):
+        if self.idf is None and self.config.weighting in ("tfidf", "tfidf_len", "pos_weighted"):
             self.idf = jieba_idf()
         self.schema = self.config.schema_id(self.segmenter.settings)
 
@@ -92,8 +92,8 @@ class Fingerprinter:
             n, sim = count_simhash(tokens, scheme)
             if n >= self.config.short_text_features:
                 return sim
-        # only the POS-weighted SimHash (seed004) weighs title words
-        title_tokens = self.segmenter.cut(title) if title and scheme == "seed004" else []
+        # only the POS-weighted SimHash (pos_weighted) weighs title words
+        title_tokens = self.segmenter.cut(title) if title and scheme == "pos_weighted" else []
         if not extra and has_idf_path(scheme, self.idf, pos):
             n, sim = idf_simhash(tokens, scheme, self.idf, title_tokens)
             if n >= self.config.short_text_features:

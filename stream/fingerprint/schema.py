@@ -46,7 +46,7 @@ class FingerprintConfig:
     segmenter: str = "auto"  # auto (rjieba, else jieba) | rjieba | jieba: same tokens (HMM off)
     simhash_features: str = "words"  # words: segmented + weighted (docs/text.md); shingles: binary
     weighting: str = "tf"  # stream.text.weights.WEIGHTINGS; tf has the best SimHash F1 (docs/text.md, "Decisions")
-    pos_tags: bool = False  # seed004 (POS-weighted SimHash) with jieba POS tags (cut_pos: ~15% slower than cut)
+    pos_tags: bool = False  # pos_weighted (POS-weighted SimHash) with jieba POS tags (cut_pos: ~15% slower than cut)
     idf: str = "jieba"  # jieba: jieba's bundled table; stream: document frequencies learned from the stream
     short_text_features: int = 16  # fewer word features -> add character n-grams to the SimHash
     short_text_ngram: int = 2

@@ -25,7 +25,7 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 LOG_FORMATS = ("text", "json")
 _CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS, "on_broker_data_loss": ("stop", "rebuild"),
             "segmenter": ("auto", "rjieba", "jieba"), "simhash_features": SIMHASH_FEATURES,
-            "weighting": ("tf", "binary", "tfidf", "tfidf_len", "seed004")}
+            "weighting": ("tf", "binary", "tfidf", "tfidf_len", "pos_weighted")}
 _NONE = object()  # a setting explicitly set to none (retention: none), as opposed to not given
 
 

@@ -8,7 +8,7 @@ the per-token Python cost is one Counter pass.
 For SimHash only the ratios between weights matter (scaling all weights leaves the fingerprint
 unchanged), so ``tf`` uses raw counts while the TF-IDF schemes use their sources' normalized tf; both
 are the same fingerprint up to that constant. Sources are cited by their short names in
-docs/references.md; ``seed004`` is the POS-weighted SimHash's weighting (the setting value keeps its name).
+docs/references.md; ``pos_weighted`` is the POS-weighted SimHash's weighting (the setting value keeps its name).
 
 TF-IDF schemes DROP tokens that the IDF table does not know (``idf(t) is None``) instead of giving them
 a default such as the median IDF: on the shared corpora, median-IDF fill makes many documents share one
@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from stream.text.idf import IdfTable, jieba_idf
 from stream.text.stopwords import STOPWORDS
 
-WEIGHTINGS = ("binary", "tf", "tfidf", "tfidf_len", "seed004")
+WEIGHTINGS = ("binary", "tf", "tfidf", "tfidf_len", "pos_weighted")
 
 _HAS_WORD_CHAR = re.compile(r"[^\W_]").search  # a letter or digit of any script
 
@@ -133,13 +133,13 @@ def tfidf_len_weights(counts: Mapping[str, int], idf: IdfTable) -> dict[str, flo
     return {t: w * (1.0 + _relevance(t)) for t, w in _tf_idf(counts, idf).items()}
 
 
-def seed004_weights(
+def pos_weighted_weights(
     counts: Mapping[str, int],
     idf: IdfTable,
     title: Collection[str],
     tags: Mapping[str, str] | None,
 ) -> dict[str, float]:
-    """The POS-weighted SimHash's combined weight (weighting ``seed004``; its formulas were lost in
+    """The POS-weighted SimHash's combined weight (weighting ``pos_weighted``; its formulas were lost in
     capture, so this is derived from its text):
 
     ``w(x) = tf(x) * idf(x) * (pos(x) + wl(x)) * m(x) * h(x)`` where
@@ -195,11 +195,11 @@ def weigh(
     """Weighted features of a token sequence under ``scheme`` (one of ``WEIGHTINGS``).
 
     ``idf``: table for the TF-IDF schemes (default: jieba's bundled table). ``title_tokens`` and ``pos``
-    (tags aligned with ``tokens``, from ``Segmenter.cut_pos``) are used by ``seed004`` only.
+    (tags aligned with ``tokens``, from ``Segmenter.cut_pos``) are used by ``pos_weighted`` only.
     """
     counts = Counter(tokens)
     stop: Collection[str] = STOPWORDS if drop_stopwords else ()
-    if scheme == "seed004" and drop_stopwords:
+    if scheme == "pos_weighted" and drop_stopwords:
         stop = _STOPWORDS_BUT_MARKERS
     kept = {t: c for t, c in counts.items() if is_feature(t, stop)}
     if scheme == "binary":
@@ -211,10 +211,10 @@ def weigh(
         return tfidf_weights(kept, table)
     if scheme == "tfidf_len":
         return tfidf_len_weights(kept, table)
-    if scheme == "seed004":
+    if scheme == "pos_weighted":
         tags = _tags_by_token(tokens, pos) if pos is not None else None
         title = title_tokens if isinstance(title_tokens, set | frozenset | dict) else set(title_tokens)
-        return seed004_weights(kept, table, title, tags)
+        return pos_weighted_weights(kept, table, title, tags)
     raise ValueError(f"unknown weighting {scheme!r}; choose one of {WEIGHTINGS}")
 
 
@@ -223,5 +223,5 @@ SCHEME_FUNCTIONS: dict[str, Callable[..., dict[str, float]]] = {
     "tf": tf_weights,
     "tfidf": tfidf_weights,
     "tfidf_len": tfidf_len_weights,
-    "seed004": seed004_weights,
+    "pos_weighted": pos_weighted_weights,
 }

@@ -32,7 +32,7 @@ def test_golden_fingerprints(config_name: str) -> None:
         assert [fp.hex, fp.content_hash.hex(), f"{fp.bands[0][0]:016x}"] == pinned["docs"][doc_id], doc_id
 
 
-@pytest.mark.parametrize("weighting", ["tf", "binary", "tfidf", "tfidf_len", "seed004"])
+@pytest.mark.parametrize("weighting", ["tf", "binary", "tfidf", "tfidf_len", "pos_weighted"])
 def test_fast_backend_gives_the_same_fingerprints(weighting: str) -> None:
     # rjieba takes other code paths (joined Han runs, an unordered token bag, the memoized count
     # features); the schema says its tokens equal jieba's, so every fingerprint must too

@@ -14,8 +14,8 @@ from stream.fingerprint.simhash import simhash
 from stream.text.idf import StreamingIdf, jieba_idf
 from stream.text.weights import weigh
 
-# words the table knows (lengths 1-6, so seed004's length span varies), marker words (one a stop
-# word spared only by seed004), stop words, punctuation, unknown words, English, mixed case
+# words the table knows (lengths 1-6, so pos_weighted's length span varies), marker words (one a stop
+# word spared only by pos_weighted), stop words, punctuation, unknown words, English, mixed case
 _VOCAB = ["地震", "部门", "表示", "自然语言处理", "中华人民共和国", "北京", "学习", "机器", "数据", "模型",
           "山", "水", "综上所述", "但是", "所以", "总之", "的", "了", "我们", "，", "。", "...", "zzqqxx",
           "未登录词汇", "python", "the", "Data", "3.11", "\n", "歸根結底", "可見"]
@@ -57,7 +57,7 @@ def test_idf_path_many_distinct_tokens_grows_and_resets_its_rows(monkeypatch: py
 def test_idf_path_only_for_a_fixed_table_without_pos() -> None:
     assert has_idf_path("tfidf", jieba_idf())
     assert not has_idf_path("tfidf", StreamingIdf())  # changes with every document
-    assert not has_idf_path("seed004", jieba_idf(), pos=["n"])  # POS tags: weigh()
+    assert not has_idf_path("pos_weighted", jieba_idf(), pos=["n"])  # POS tags: weigh()
     assert not has_idf_path("tf", jieba_idf())
 
 

@@ -28,7 +28,7 @@ def test_lists_are_in_normalized_form() -> None:
         assert word.strip() == word and " " not in word
 
 
-def test_seed004_summary_markers_are_not_stop_words() -> None:
+def test_pos_weighted_summary_markers_are_not_stop_words() -> None:
     assert not {"综上所述", "总之", "但是"} & STOPWORDS_ZH
-    # conjunctions that are both (所以, 因而) are exempted by weigh("seed004"); tested there
+    # conjunctions that are both (所以, 因而) are exempted by weigh("pos_weighted"); tested there
     assert {"所以", "因而"} <= MARKER_WORDS & STOPWORDS_ZH

@@ -26,7 +26,7 @@ IDF = TableIdf({"地震": 8.0, "部门": 4.0, "表示": 2.0, "综上所述": 9.0
 
 
 def test_weightings_tuple_is_the_contract() -> None:
-    assert WEIGHTINGS == ("binary", "tf", "tfidf", "tfidf_len", "seed004")
+    assert WEIGHTINGS == ("binary", "tf", "tfidf", "tfidf_len", "pos_weighted")
 
 
 def test_binary_weights_each_distinct_token_once() -> None:
@@ -79,43 +79,43 @@ def test_pos_weights_favor_nouns_and_verbs() -> None:
     assert pos_weight("vshi") < pos_weight("v")
 
 
-def test_seed004_without_pos_uses_normalized_word_length() -> None:
-    w = weigh(["地震", "部门", "自然语言处理"], "seed004", idf=IDF)
+def test_pos_weighted_without_pos_uses_normalized_word_length() -> None:
+    w = weigh(["地震", "部门", "自然语言处理"], "pos_weighted", idf=IDF)
     tf = 1 / 3
     # length 2 is the shortest (wl = 0), length 6 the longest (wl = 1); pos term is the constant 1
     assert w["地震"] == pytest.approx(tf * 8.0 * 1.0)
     assert w["自然语言处理"] == pytest.approx(tf * 10.0 * 2.0)
 
 
-def test_seed004_pos_weights_apply_when_tags_given() -> None:
+def test_pos_weighted_pos_weights_apply_when_tags_given() -> None:
     tokens = ["地震", "表示"]
-    nouns = weigh(tokens, "seed004", idf=IDF, pos=["n", "v"])
-    adverbs = weigh(tokens, "seed004", idf=IDF, pos=["n", "d"])
+    nouns = weigh(tokens, "pos_weighted", idf=IDF, pos=["n", "v"])
+    adverbs = weigh(tokens, "pos_weighted", idf=IDF, pos=["n", "d"])
     assert nouns["地震"] == adverbs["地震"]
     assert nouns["表示"] == pytest.approx(adverbs["表示"] / pos_weight("d") * pos_weight("v"))
 
 
-def test_seed004_marker_words_weigh_five_times_and_survive_stop_words() -> None:
-    plain = weigh(["地震", "部门"], "seed004", idf=IDF)
-    marked = weigh(["地震", "综上所述", "所以"], "seed004", idf=IDF)
+def test_pos_weighted_marker_words_weigh_five_times_and_survive_stop_words() -> None:
+    plain = weigh(["地震", "部门"], "pos_weighted", idf=IDF)
+    marked = weigh(["地震", "综上所述", "所以"], "pos_weighted", idf=IDF)
     assert "所以" in marked  # a stop word, but a marker word
     assert "所以" not in weigh(["地震", "所以"], "tfidf", idf=IDF)
     # 综上所述 vs a same-length non-marker would differ by exactly MARKER_FACTOR
-    other = weigh(["地震", "自然语言", "所以"], "seed004", idf=TableIdf({**IDF.table, "自然语言": 9.0}))
+    other = weigh(["地震", "自然语言", "所以"], "pos_weighted", idf=TableIdf({**IDF.table, "自然语言": 9.0}))
     assert marked["综上所述"] == pytest.approx(other["自然语言"] * MARKER_FACTOR)
     assert plain
 
 
-def test_seed004_title_words_weigh_five_times() -> None:
-    base = weigh(["地震", "部门"], "seed004", idf=IDF)
-    titled = weigh(["地震", "部门"], "seed004", idf=IDF, title_tokens=["地震"])
+def test_pos_weighted_title_words_weigh_five_times() -> None:
+    base = weigh(["地震", "部门"], "pos_weighted", idf=IDF)
+    titled = weigh(["地震", "部门"], "pos_weighted", idf=IDF, title_tokens=["地震"])
     assert titled["地震"] == pytest.approx(base["地震"] * TITLE_FACTOR)
     assert titled["部门"] == pytest.approx(base["部门"])
 
 
 def test_pos_must_align_with_tokens() -> None:
     with pytest.raises(ValueError, match="pos has 1 tags for 2 tokens"):
-        weigh(["地震", "部门"], "seed004", idf=IDF, pos=["n"])
+        weigh(["地震", "部门"], "pos_weighted", idf=IDF, pos=["n"])
 
 
 def test_unknown_scheme_is_a_clear_error() -> None:
