@@ -45,7 +45,7 @@ _FEATURE_HASHES = TokenMemo(lambda token: hash_token(token) if is_feature(token)
 
 
 @njit(cache=True)
-def _count(s: np.ndarray, binary: bool) -> tuple[np.ndarray, np.ndarray]:
+def count_runs(s: np.ndarray, binary: bool) -> tuple[np.ndarray, np.ndarray]:
     # s: sorted hashes (numpy sorts faster than numba); runs of one hash -> (hash, count)
     keys = np.empty(len(s), dtype=np.uint64)
     counts = np.zeros(len(s))
@@ -61,8 +61,8 @@ def _count(s: np.ndarray, binary: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _count_vote(s: np.ndarray, binary: bool) -> tuple[int, np.uint64]:
-    # _count + simhash's vote in one pass over the sorted hashes: (distinct features, SimHash).
+def count_and_vote(s: np.ndarray, binary: bool) -> tuple[int, np.uint64]:
+    # count_runs + simhash's vote in one pass over the sorted hashes: (distinct features, SimHash).
     # Integer votes: simhash()'s float sums of integer weights are exact, so the bits are the same.
     votes = np.zeros(64, dtype=np.int64)
     n, i = 0, 0
@@ -92,7 +92,7 @@ def count_simhash(tokens: Sequence[str], scheme: str) -> tuple[int, int]:
     without the arrays (one compiled call instead of three)."""
     hashes = np.fromiter(map(_FEATURE_HASHES.__getitem__, tokens), dtype=U64, count=len(tokens))
     hashes.sort()  # in place: np.sort copies, behind a Python-level wrapper
-    n, sim = _count_vote(hashes, scheme == "binary")
+    n, sim = count_and_vote(hashes, scheme == "binary")
     return n, int(sim)
 
 
@@ -288,7 +288,7 @@ def word_features(
     if scheme in COUNT_WEIGHTINGS and not extra:
         memo = _FEATURE_HASHES
         hashes = np.fromiter(map(memo.__getitem__, tokens), dtype=U64, count=len(tokens))
-        return _count(np.sort(hashes), scheme == "binary")
+        return count_runs(np.sort(hashes), scheme == "binary")
     if scheme in IDF_WEIGHTINGS and idf is None:
         idf = jieba_idf()  # weigh()'s default
     if not extra and has_idf_path(scheme, idf, pos):

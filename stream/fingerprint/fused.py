@@ -50,7 +50,7 @@ def _compact(codes: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _unique(hashes: np.ndarray) -> np.ndarray:
+def unique_hashes(hashes: np.ndarray) -> np.ndarray:
     # open addressing on the hash's low bits (shingle hashes are fmix64 outputs: uniform);
     # slots hold 1 + the index of the value in ``out``, 0 = free
     size = 16
@@ -89,7 +89,7 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int
         hashes = _ngrams(_fmix_array(compact, _CODE_SALT), char_n)
     else:
         hashes = _ngrams(word_hashes, word_n)
-    shingles = _unique(hashes)
+    shingles = unique_hashes(hashes)
     size = len(shingles)
     h32 = np.empty(size, dtype=np.uint32)
     for i in range(size):

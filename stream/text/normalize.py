@@ -30,7 +30,7 @@ from functools import cache
 import numpy as np
 from numba import njit
 
-from stream.text.segment import _decode, code_points, is_space
+from stream.text.segment import code_points, decode_code_points, is_space
 
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 TABLE_LIMIT = 0x30000  # above: every character is its own NFKC and casefold (a test checks)
@@ -74,7 +74,7 @@ def normalize_reference(text: str) -> str:
 
 
 @cache
-def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(NFKC, casefold, pool) per code point below TABLE_LIMIT: the one character it maps to, or
     _POOL + where its characters are in ``pool``; built from this Python's unicodedata on first use (~50 ms)."""
     nfkc = np.arange(TABLE_LIMIT, dtype=np.uint32)
@@ -130,7 +130,7 @@ def _emit(out: np.ndarray, m: int, space: bool, start: int, c: int, fold: np.nda
 
 
 @njit(cache=True)
-def _fast(codes: np.ndarray, nfkc: np.ndarray, fold: np.ndarray, pool: np.ndarray
+def normalize_kernel(codes: np.ndarray, nfkc: np.ndarray, fold: np.ndarray, pool: np.ndarray
           ) -> tuple[np.ndarray, int, int, bool]:
     # -> (buffer, n, m, changed): the text with each character replaced by its NFKC in [0, n) (what
     # NFKC must leave unchanged for the result to hold), the result of rules 3-5 on it in
@@ -175,7 +175,7 @@ def normalize(text: str) -> str:
 def normalize_compiled(text: str) -> str:
     """``normalize`` by the compiled pass (the reference path when NFKC needs more than it does)."""
     codes = code_points(text)
-    buf, n, m, changed = _fast(codes, *_tables())
-    if unicodedata.is_normalized("NFKC", _decode(buf[:n]) if changed else text):
-        return _decode(buf[n : n + m])
+    buf, n, m, changed = normalize_kernel(codes, *code_point_tables())
+    if unicodedata.is_normalized("NFKC", decode_code_points(buf[:n]) if changed else text):
+        return decode_code_points(buf[n : n + m])
     return normalize_reference(text)

@@ -146,7 +146,7 @@ def is_space(c: int) -> bool:
             or c == 0x202F or c == 0x205F or c == 0x3000)
 
 
-def _decode(codes: np.ndarray) -> str:
+def decode_code_points(codes: np.ndarray) -> str:
     # the codec function on the array's buffer: bytes.decode goes through a Python-level codec
     # wrapper, and tobytes() copies (~1 us of ~2.4 per 3 KB)
     text: str = codecs.utf_32_le_decode(codes.data, "surrogatepass", True)[0]
@@ -359,10 +359,10 @@ class RjiebaSegmenter(_RunSegmenter):
         # no merge back into text order: that Python loop over every token cost 50 of 150 us (3 KB);
         # the runs are split and joined in one compiled call (three calls and three arrays: ~8 us more)
         buf, end, han_end, n_words = _bag_runs(code_points(text), _char_classes())
-        words = _decode(buf[han_end:end]).split("\n") if n_words else []
+        words = decode_code_points(buf[han_end:end]).split("\n") if n_words else []
         if not han_end:
             return words
-        tokens: list[str] = self._rjieba_cut(_decode(buf[:han_end]), False)
+        tokens: list[str] = self._rjieba_cut(decode_code_points(buf[:han_end]), False)
         return tokens + words if words else tokens
 
     def _han_tokens_and_words(self, text: str) -> tuple[list[str], list[str], list[bool]]:
@@ -372,10 +372,10 @@ class RjiebaSegmenter(_RunSegmenter):
         flags = han.tolist()
         n_han = sum(flags)
         # slicing ~170 pieces of a 3 KB text one by one in Python cost 30-50 us
-        words = _decode(_joined(codes, starts, ends, han, False)).split("\n") if n_han < len(flags) else []
+        words = decode_code_points(_joined(codes, starts, ends, han, False)).split("\n") if n_han < len(flags) else []
         if not n_han:
             return [], words, flags
-        tokens: list[str] = self._rjieba_cut(_decode(_joined(codes, starts, ends, han, True)), False)
+        tokens: list[str] = self._rjieba_cut(decode_code_points(_joined(codes, starts, ends, han, True)), False)
         return tokens, words, flags
 
 

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 from stream.fingerprint.bands import lsh_bands
-from stream.fingerprint.features import _count, _count_vote, count_simhash, word_features
-from stream.fingerprint.fused import _unique, shingle_parts
+from stream.fingerprint.features import count_and_vote, count_runs, count_simhash, word_features
+from stream.fingerprint.fused import shingle_parts, unique_hashes
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SketchSpec, make_sketch
@@ -38,7 +38,7 @@ def test_is_space_is_str_isspace_on_every_code_point() -> None:
 def test_unique_is_the_set_of_values(small: list[int], big: int) -> None:
     # small values collide in the hash table's slots; duplicates and 0 must survive as in np.unique
     values = np.array([*small, big, big], dtype=np.uint64)
-    got = _unique(values)
+    got = unique_hashes(values)
     assert len(got) == len(set(values.tolist()))
     assert np.array_equal(np.sort(got), np.unique(values))
 
@@ -82,8 +82,8 @@ def test_shingle_parts_on_long_texts_of_both_units() -> None:
                 max_size=80), st.booleans())
 def test_count_vote_equals_count_then_simhash(values: list[int], binary: bool) -> None:
     s = np.sort(np.array(values, dtype=np.uint64))
-    keys, counts = _count(s, binary)
-    n, sim = _count_vote(s, binary)
+    keys, counts = count_runs(s, binary)
+    n, sim = count_and_vote(s, binary)
     assert n == len(keys)
     assert sim == simhash(keys, counts)
 

@@ -9,7 +9,7 @@ import json
 import click
 import pytest
 
-from stream.service.commands.dlq import LetterPrinter, _since
+from stream.service.commands.dlq import LetterPrinter, parse_since
 from stream.service.commands.letters import NOT_AN_ENVELOPE, Position, parse_letter, preview
 from stream.service.commands.replay import Ledger, NotReplayable, Selection, originals
 from stream.service.stages.messages import Source, dead_letter
@@ -63,9 +63,9 @@ def test_selection_by_code_and_offset() -> None:
     assert names(Selection(frozenset({"bad_id"}))) == ["0:3", "1:5"]
     assert names(Selection(frozenset({"bad_id", "bad_ts"}), since=5)) == ["1:5", "1:12"]
     assert names(Selection(since=9, since_partition=0)) == ["0:9"]
-    assert _since(None, None, "1:12") == (1, 12) and _since(None, None, "7") == (None, 7)  # type: ignore[arg-type]
+    assert parse_since(None, None, "1:12") == (1, 12) and parse_since(None, None, "7") == (None, 7)  # type: ignore[arg-type]
     with pytest.raises(click.BadParameter):
-        _since(None, None, "x:1")  # type: ignore[arg-type]
+        parse_since(None, None, "x:1")  # type: ignore[arg-type]
 
 
 def test_the_ledger_knows_a_letter_by_position_and_bytes_and_its_replays_dead_letters() -> None:

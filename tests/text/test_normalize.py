@@ -7,14 +7,14 @@ from hypothesis import strategies as st
 
 from stream.text.normalize import (
     TABLE_LIMIT,
-    _fast,
-    _tables,
+    code_point_tables,
     collapse_whitespace,
     normalize,
     normalize_compiled,
+    normalize_kernel,
     normalize_reference,
 )
-from stream.text.segment import _decode, code_points
+from stream.text.segment import code_points, decode_code_points
 
 
 def test_nfkc_folds_compatibility_forms() -> None:
@@ -67,10 +67,10 @@ def test_normalize_equals_the_reference(text: str) -> None:
 def test_fast_path_is_taken_for_chinese_text() -> None:
     text = "  ＨＴＭＬ　页面\u200b，Ｔｅｓｔ……  ﬁＳｔｒａßｅ①  "
     codes = code_points(text)
-    buf, n, m, changed = _fast(codes, *_tables())
+    buf, n, m, changed = normalize_kernel(codes, *code_point_tables())
     assert changed
-    assert unicodedata.is_normalized("NFKC", _decode(buf[:n]))  # so normalize returns the kernel's result
-    assert _decode(buf[n : n + m]) == normalize_reference(text) == "html 页面,test...... fistrasse1"
+    assert unicodedata.is_normalized("NFKC", decode_code_points(buf[:n]))  # so normalize returns the kernel's result
+    assert decode_code_points(buf[n : n + m]) == normalize_reference(text) == "html 页面,test...... fistrasse1"
 
 
 def test_characters_above_the_tables_are_their_own_nfkc_and_casefold() -> None:

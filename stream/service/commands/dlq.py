@@ -44,7 +44,7 @@ class LetterPrinter(RowPrinter):
                 "replay_of": self.ledger.origin(letter)}
 
 
-def _since(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int | None, int | None]:
+def parse_since(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int | None, int | None]:
     if value is None:
         return None, None
     partition, _, offset = value.rpartition(":")
@@ -56,7 +56,7 @@ def _since(_ctx: click.Context, _param: click.Parameter, value: str | None) -> t
 
 reason_option = click.option("--reason", "reasons", multiple=True, metavar="CODE",
                              help="Only letters with this code (README, Dead letters); repeat for several.")
-since_option = click.option("--since", callback=_since, metavar="[PARTITION:]OFFSET",
+since_option = click.option("--since", callback=parse_since, metavar="[PARTITION:]OFFSET",
                             help="Only letters at or after this offset of the dead-letter topic (`dlq list` shows "
                                  "each letter as PARTITION:OFFSET); with PARTITION:, in that partition only.")
 
