@@ -15,8 +15,8 @@ from stream.service.settings import LOG_FORMATS, LOG_LEVELS
 
 @click.command()
 @click.option("--broker", "-b", default=None, metavar="URL",
-              help="kafka://HOST:PORT[,HOST:PORT] (env DEDUP_BROKER). Default: start an embedded in-memory "
-                   "broker for this worker alone.")
+              help="kafka://HOST:PORT[,HOST:PORT] (env DEDUP_BROKER). Default: the broker `dedup broker` runs "
+                   "on this machine, if any, else an embedded in-memory broker for this worker alone.")
 @config_option
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="RocksDB state of this worker (DEDUP_DATA_DIR; default ./dedup-data).")

@@ -1,4 +1,5 @@
-"""Run one worker process: (embedded broker if none configured) -> topology apply -> Faust worker.
+"""Run one worker process: (the `dedup broker` of this machine, or an embedded broker, if none is
+configured) -> topology apply -> Faust worker.
 
 ``dedup worker`` (stream/service/commands/worker.py) calls ``run_worker``; tests and benchmarks start
 workers as ``python -m stream worker ...`` subprocesses.
@@ -18,7 +19,7 @@ from typing import Any
 
 from stream.errors import EXIT_INTERNAL, ConfigError
 from stream.service.runtime.datadir import claim_data_dir
-from stream.service.runtime.embedded import EmbeddedBroker
+from stream.service.runtime.embedded import EmbeddedBroker, running_broker_url
 from stream.service.settings import Settings
 
 log = logging.getLogger("dedup.worker")
@@ -75,10 +76,16 @@ def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
     check_data_loss(settings, say)
     broker: EmbeddedBroker | None = None
     if not settings.broker:
-        broker = EmbeddedBroker().start()
-        settings = settings.with_overrides(broker=broker.url, rebalance_timeout=min(settings.rebalance_timeout, 3.0))
-        say(f"no broker configured: started the embedded tansu broker on {broker.bootstrap} "
-            "(in memory; nothing survives a restart). Set DEDUP_BROKER or --broker for a real cluster.")
+        running = running_broker_url()
+        if running is None:
+            broker = EmbeddedBroker().start()
+            say(f"no broker configured: started the embedded tansu broker on {broker.bootstrap} "
+                "(in memory; nothing survives a restart). Set DEDUP_BROKER or --broker for a real cluster.")
+        else:
+            say(f"using the broker started by `dedup broker`: {running}")
+        # tansu makes a consumer-group join wait the whole rebalance timeout
+        settings = settings.with_overrides(broker=broker.url if broker else running,
+                                           rebalance_timeout=min(settings.rebalance_timeout, 3.0))
     try:
         ensure_reachable(settings)
         apply_topology(settings, say)
