@@ -3,7 +3,7 @@
 The public API (docs/index.md, "API"); everything else in this package is internal.
 """
 
-from stream.index.batch import BatchBands
+from stream.index.batch_data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
 from stream.index.records import DERIVED_NAMESPACES, IndexHit, rebuild_derived_keys

@@ -17,59 +17,15 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
 
 from stream.index import batch_insert, batch_query, query, writes
+from stream.index.batch_data import Batch, BatchBands
 from stream.index.layout import TableLayout
 from stream.index.records import IndexHit, doc_key
 from stream.index.state import IndexState
-
-Bands = Sequence[tuple[int, int]]
-# per document a sequence of (band value, extension) pairs, or all of them as an (n, bands, 2) uint64
-# array (a caller holding serialized fingerprints reads them without a Python int per value)
-BatchBands = Sequence[Bands] | np.ndarray
-
-
-@dataclass
-class Batch:
-    """A validated batch: per document its fingerprint, id, time, bands, tables and payload.
-
-    ``part[i, t]``: document i uses table t (``TableLayout.tables_for``); ``has_bands[i]``: it has
-    bands, their values and extensions in ``values``/``exts``, ``(n, bands)`` (zero rows for a
-    document without); ``once[i]``: the tables ``query(once=True)`` answers for (None: every hit
-    counts)."""
-
-    fps: list[int]
-    array: np.ndarray
-    ids: list[str]
-    id_keys: list[bytes]
-    times: list[float]
-    has_bands: np.ndarray
-    values: np.ndarray
-    exts: np.ndarray
-    part: np.ndarray
-    used: list[frozenset[int]]
-    payloads: list[bytes]
-    once: list[frozenset[int] | None]
-    all_simhash: bool  # every document uses every SimHash table (pairs need no table check)
-
-    def __len__(self) -> int:
-        return len(self.fps)
-
-    def slice(self, start: int, stop: int) -> Batch:
-        cut = slice(start, stop)
-        return Batch(self.fps[cut], self.array[cut], self.ids[cut], self.id_keys[cut], self.times[cut],
-                     self.has_bands[cut], self.values[cut], self.exts[cut], self.part[cut], self.used[cut],
-                     self.payloads[cut], self.once[cut], self.all_simhash)
-
-    def band_pairs(self, i: int) -> tuple[tuple[int, int], ...]:
-        """Document i's bands as ``insert`` and ``query`` take them."""
-        if not self.has_bands[i]:
-            return ()
-        return tuple(zip(self.values[i].tolist(), self.exts[i].tolist(), strict=True))
 
 
 def query_many(state: IndexState, fingerprints: Sequence[int], bands: BatchBands | None = None,

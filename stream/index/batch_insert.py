@@ -35,7 +35,7 @@ from stream.index.state import IndexState
 from stream.index.table import ENTRY_TAG, Leaf
 
 if TYPE_CHECKING:
-    from stream.index.batch import Batch
+    from stream.index.batch_data import Batch
 
 _array_append = _array.append
 _HANDLES, _FPS = operator.attrgetter("handles"), operator.attrgetter("fps")

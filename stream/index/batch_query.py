@@ -27,7 +27,7 @@ from stream.index.records import IndexHit
 from stream.index.state import IndexState
 
 if TYPE_CHECKING:
-    from stream.index.batch import Batch
+    from stream.index.batch_data import Batch
 
 _EMPTY = Bucket()  # an uncached root of a complete cache, or a table the document does not use (never written)
 _BUCKET_FPS = operator.attrgetter("fps")

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 
 from stream.index import batch, query, writes
 from stream.index.bandmap import BandMap
-from stream.index.batch import BatchBands
+from stream.index.batch_data import BatchBands
 from stream.index.cache import BucketCache, RootFilter
 from stream.index.layout import TableLayout
 from stream.index.records import IndexHit, check_config, index_config
