@@ -68,9 +68,12 @@ def pyplot() -> Any:
 
 
 def commit() -> str:
-    """The checkout's short commit, with "+dirty" when tracked files differ from it."""
-    root = Path(__file__).resolve().parents[2]
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True, cwd=root).stdout.strip()
-    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+    """The checkout's short commit, with "+dirty" when tracked files differ from it: the package's own
+    checkout (an editable install), else the one the benchmark runs in (an installed package)."""
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root)
+        if head.returncode == 0 and head.stdout.strip():
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                   text=True, cwd=root).stdout.strip()
+            return head.stdout.strip() + ("+dirty" if dirty else "")
+    return "unknown"
