@@ -116,14 +116,19 @@ def compare(track: Track, rules: dict[str, Rule]) -> dict[str, Any]:
 
 
 @click.command("shingling")
-@click.option("--tracks", "names", default="", help="Comma-separated registered tracks (default: all present).")
+@click.option("--tracks", "names", default="",
+              help="Comma-separated registered tracks (default: every present one whose truth is Jaccard; a "
+                   "same-source track's pairs are not Jaccard pairs).")
 @click.option("--rules", "rule_names", default=",".join(RULES), show_default=True, help="Shingle rules to compare.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
 def command(names: str, rule_names: str, out_dir: str) -> None:
     """Exact pair precision/recall of each shingle rule against each track's ground truth."""
     rules = {n: RULES[n] for n in rule_names.split(",")}
     results: dict[str, dict[str, Any]] = {}
-    for track in load_registered([n for n in names.split(",") if n], None):
+    chosen = [n for n in names.split(",") if n]
+    for track in load_registered(chosen, None):
+        if not chosen and track.truth_kind != "jaccard":
+            continue
         results[track.name] = compare(track, rules)
         for name, r in results[track.name].items():
             click.echo(f"{track.name:12} {name:15} P {r['precision']:.3f} R {r['recall']:.3f} F1 {r['f1']:.3f}")
