@@ -19,14 +19,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from stream.bench.index_runs import run_peer, scratch_dir
+from stream.bench.index_runs import WARM_UP, run_peer, scratch_dir
 from stream.detect import Detector
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig
 from stream.index import BlockIndex
 
 K, BANDS = 3, FingerprintConfig().band_tables  # the product's band tables (16 + 8 prefix bands)
-WARM_UP = 3_000  # documents of the untimed build before each timed one
 
 
 @dataclass

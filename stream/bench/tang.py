@@ -9,9 +9,8 @@ from typing import Any
 
 import click
 
-from stream.bench.common import shared_dir
+from stream.bench.tracks import find_spec, track_paths
 
-TANG = "tang_sample20k_docs.jsonl"
 # "appears again": the annotation the Complete Tang Poems puts on a poem printed twice. Appended to a
 # poem it changes ~4 of its ~44 character 5-grams (median poem: 48 characters): a near copy, J ~0.9.
 REPEAT_NOTE = "（重出）"
@@ -19,12 +18,13 @@ REPEAT_NOTE = "（重出）"
 
 def tang_poems() -> list[dict[str, Any]]:
     """The 20,000 poems, in file order; a clear error when ../shared/corpora is not there."""
-    root = shared_dir()
-    path = root / "corpora" / TANG if root else None
-    if path is None or not path.is_file():
-        raise click.ClickException(f"this benchmark reads ../shared/corpora/{TANG} (real text with ground truth), "
-                                   "not found next to the checkout: set DEDUP_SHARED to the folder holding corpora/")
-    with open(path, encoding="utf-8") as fh:
+    spec = find_spec("tang")
+    paths = track_paths(spec) if spec else None
+    if spec is None or paths is None:
+        raise click.ClickException("this benchmark reads the tang track's ../shared/corpora (real text with ground "
+                                   "truth), not found next to the checkout: set DEDUP_SHARED to the folder holding "
+                                   "corpora/")
+    with open(paths[0], encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
