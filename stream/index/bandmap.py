@@ -87,9 +87,9 @@ def _remove(tags, low, high, tables, values, handles):  # type: ignore[no-untype
 
 
 @njit(cache=True)
-def _find(tags, low, high, tables, values, count_only, where, found):  # type: ignore[no-untyped-def]
+def _find(tags, low, high, tables, values, where, found):  # type: ignore[no-untyped-def]
     """Every stored handle under the tag of each query: writes (query position, handle) to ``where``
-    and ``found`` unless ``count_only``; returns how many there are."""
+    and ``found`` while they have room; returns how many there are."""
     mask = np.uint32(len(tags) - 1)
     count = 0
     for q in range(len(values)):
@@ -97,7 +97,7 @@ def _find(tags, low, high, tables, values, count_only, where, found):  # type: i
         i = tag & mask
         while tags[i] != 0:
             if tags[i] == tag:
-                if not count_only:
+                if count < len(where):
                     where[count] = q
                     found[count] = np.uint64(low[i]) | (np.uint64(high[i]) << np.uint64(32))
                 count += 1
@@ -141,12 +141,15 @@ class BandMap:
         """(query positions, handles): every handle stored under the tag of (``tables[q]``,
         ``values[q]``), a superset of those stored under the key itself (tags may collide)."""
         tables, values = _int64(tables), _uint64(values)
-        none = np.empty(0, dtype=np.int64)
-        count = _find(self._tags, self._low, self._high, tables, values, True, none, none.view(np.uint64))
-        where, found = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.uint64)
-        if count:
-            _find(self._tags, self._low, self._high, tables, values, False, where, found)
-        return where, found
+        # room for about two handles per query (a run's own documents are in the map already, so
+        # most queries find one): one pass over the arrays, a second one only when that was short
+        room = 2 * len(values) + 64
+        where, found = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.uint64)
+        count = _find(self._tags, self._low, self._high, tables, values, where, found)
+        if count > room:
+            where, found = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.uint64)
+            _find(self._tags, self._low, self._high, tables, values, where, found)
+        return where[:count], found[:count]
 
     def _grow(self, needed: int) -> None:
         size = len(self._tags)

@@ -99,14 +99,12 @@ class SplitBucket(Bucket):
             ordered, upto = column[order], n
             self.sorted[group] = (order, ordered, upto)
         values = values.astype(column.dtype)
-        low = np.searchsorted(ordered, values, side="left")
-        counts = np.searchsorted(ordered, values, side="right") - low
-        queries = np.repeat(np.arange(len(values)), counts)
-        offsets = np.arange(len(queries)) - np.repeat(np.cumsum(counts) - counts, counts)
-        entries = order[np.repeat(low, counts) + offsets]
-        if upto < n:  # the entries added since the sort
-            q, later = np.nonzero(values[:, None] == column[None, upto:n])
-            queries, entries = np.concatenate([queries, q]), np.concatenate([entries, later + upto])
+        queries, entries = _equal_pairs(order, ordered, values)
+        if upto < n:  # the entries added since the sort: sorted here, once per call
+            later = column[upto:n]
+            later_order = np.argsort(later, kind="stable")
+            q, e = _equal_pairs(later_order, later[later_order], values)
+            queries, entries = np.concatenate([queries, q]), np.concatenate([entries, e + upto])
         return queries, entries
 
     def group_values(self, scheme: BlockScheme, group: int) -> np.ndarray:
@@ -126,6 +124,16 @@ class SplitBucket(Bucket):
             buffer[done:n] = new
             self.values[group] = (buffer, n)
         return buffer[:n]
+
+
+def _equal_pairs(order: np.ndarray, ordered: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(q, order[j]) for every j with ``ordered[j] == values[q]`` (``ordered``: values sorted, ``order``:
+    their positions), q-major."""
+    low = np.searchsorted(ordered, values, side="left")
+    counts = np.searchsorted(ordered, values, side="right") - low
+    queries = np.repeat(np.arange(len(values)), counts)
+    offsets = np.arange(len(queries)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return queries, order[np.repeat(low, counts) + offsets]
 
 
 _NO_VALUES = np.zeros(0, dtype=np.uint16)  # read only: any value makes a new buffer
