@@ -68,9 +68,10 @@ def _run_batch(state: IndexState, batch: Batch, with_query: bool) -> list[list[I
         if stop > start:
             run = batch.slice(start, stop)
             first = batch_insert.allocate(state, run)  # the run's handles; its band values are mapped
+            resolved = batch_insert.resolve(state, run)  # the buckets its query reads and its insert appends to
             if with_query:
-                answers += batch_query.query_run(state, run, first)
-            batch_insert.insert_run(state, run, first)
+                answers += batch_query.query_run(state, run, first, (resolved.buckets, resolved.below))
+            batch_insert.insert_run(state, run, first, resolved)
         if stop < len(batch):
             answers.append(_one_document(state, batch, stop, with_query))
         start = stop + 1

@@ -3,7 +3,8 @@ run, built at once by numpy (``batch_keys``) and written in one batch, then the 
 counter updates.
 
 Order, so that a load never reads an entry that is then appended to its cached bucket again:
-1. the buckets the run appends to are resolved (cached, created empty, or loaded) before any write;
+1. the buckets the run appends to are resolved (cached, created empty, or loaded) before any write
+   (``resolve``, before the run's query, which reads the same buckets);
 2. everything is written in one batch, laid out by kind (every entry of table 0, ..., every
    record, every expiry key, every doc id): RocksDB then fills one column family at a time, 1.9 us
    less per document at 1M than switching families per document (docs/index.md, "Decisions").
@@ -41,12 +42,15 @@ _array_append = _array.append
 _HANDLES, _FPS = operator.attrgetter("handles"), operator.attrgetter("fps")
 
 
-class _Appends:
-    """Per SimHash table, the root buckets a run appends one entry to (per document; None: no append
-    there: the document does not use the table, or its root is split)."""
+class Resolved:
+    """The buckets a run appends to (``resolve``): per SimHash table the root bucket of each
+    document (None: no append there: the document does not use the table, or its root is split),
+    the documents below split roots, and the cache's eviction count before resolving."""
 
-    def __init__(self, n: int, tables: int) -> None:
+    def __init__(self, n: int, tables: int, evictions: int) -> None:
         self.buckets: list[list[Bucket | None]] = [[None] * n for _ in range(tables)]
+        self.below: SplitRoots = {}
+        self.evictions = evictions
 
 
 def allocate(state: IndexState, batch: Batch) -> int:
@@ -66,39 +70,38 @@ def allocate(state: IndexState, batch: Batch) -> int:
     return start
 
 
-def insert_run(state: IndexState, batch: Batch, start: int) -> None:
-    """Insert the documents of a run (new, distinct ids; handles from ``start``, see ``allocate``)."""
+def insert_run(state: IndexState, batch: Batch, start: int, resolved: Resolved) -> None:
+    """Insert the documents of a run (new, distinct ids; handles from ``start``, see ``allocate``;
+    their buckets from ``resolve``)."""
     n = len(batch)
     handles = np.arange(start, start + n, dtype=np.uint64)
     keys: list[bytes] = []
     values: list[bytes] = []
-    appends = _Appends(n, len(state.tables))
-    evictions = state.cache.evictions
-    below = _resolve_simhash(state, batch, appends)
     handle_matrix = batch_keys.big_endian(handles, HANDLE_LEN)
-    _entry_keys(state, batch, appends, handle_matrix, keys, values)
-    _split_entries(state, batch, below, handle_matrix, keys, values)
+    _entry_keys(state, batch, resolved, handle_matrix, keys, values)
+    _split_entries(state, batch, resolved.below, handle_matrix, keys, values)
     _document_keys(state, batch, handle_matrix, keys, values)
     state.kv.write_ops(list(zip(keys, values, strict=True)))
     state.stats.documents += n
     state.mutated(n)
-    _mirror(state, batch, appends, handles, state.cache.evictions != evictions)
-    _mirror_splits(state, batch, below, handles)
+    _mirror(state, batch, resolved, handles, state.cache.evictions != resolved.evictions)
+    _mirror_splits(state, batch, resolved.below, handles)
 
 
-def _resolve_simhash(state: IndexState, batch: Batch, appends: _Appends) -> SplitRoots:
-    """Fill ``appends`` with the unsplit SimHash roots of the run (cached, created or loaded, each
-    once); returns the documents below split roots, by root."""
+def resolve(state: IndexState, batch: Batch) -> Resolved:
+    """The unsplit SimHash roots a run appends to (cached, created or loaded, each once), and the
+    documents below split roots, by root. Before the run's query: it reads the same buckets (a
+    created one is empty, as the absent root it replaces)."""
     assert state.root_slots is not None
     cache = state.cache
-    below: SplitRoots = {}
+    resolved = Resolved(len(batch), len(state.tables), cache.evictions)
     for t, (slots, _, _) in enumerate(state.root_slots):
         use = batch.part[:, t]
         blocks = state.layout.block_values(t, batch.array)
         states = cache.root_states[t]
         assert states is not None  # a table with slots has them
         root_state = states[blocks]
-        column = appends.buckets[t]
+        column = resolved.buckets[t]
         column[:] = map(slots.__getitem__, blocks.tolist())  # before any load can evict them
         absent = use & (root_state == ROOT_ABSENT)
         complete = cache.complete
@@ -111,14 +114,14 @@ def _resolve_simhash(state: IndexState, batch: Batch, appends: _Appends) -> Spli
         odd = np.flatnonzero(~use | (root_state == ROOT_SPLIT) | (absent & (not complete))).tolist()
         if odd:
             roots = batch_query.split_roots(state, batch, t, [i for i in odd if use[i]], column)
-            below.update(roots)
+            resolved.below.update(roots)
             for i in odd:
                 if not use[i]:
                     column[i] = None
             for _, _, docs in roots.values():
                 for i in docs:
                     column[i] = None
-    return below
+    return resolved
 
 
 def _split_entries(state: IndexState, batch: Batch, below: SplitRoots, handle_matrix: np.ndarray,
@@ -151,7 +154,7 @@ def _mirror_splits(state: IndexState, batch: Batch, below: SplitRoots, handles: 
                 table.maybe_split(leaf, source)
 
 
-def _entry_keys(state: IndexState, batch: Batch, appends: _Appends, handle_matrix: np.ndarray,
+def _entry_keys(state: IndexState, batch: Batch, appends: Resolved, handle_matrix: np.ndarray,
                 keys: list[bytes], values: list[bytes]) -> None:
     """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table."""
     array = batch.array
@@ -195,7 +198,7 @@ def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
     values += batch_keys.rows(handle_matrix)
 
 
-def _mirror(state: IndexState, batch: Batch, appends: _Appends, handles: np.ndarray, evicted: bool) -> None:
+def _mirror(state: IndexState, batch: Batch, appends: Resolved, handles: np.ndarray, evicted: bool) -> None:
     """As ``writes.add``: the entries into the resolved buckets (appends run in C, by map), the level
     counters (per distinct bucket its size before and after the run, one compiled call per kind),
     then splits. ``evicted``: the cache evicted during the run, so some resolved buckets may have

@@ -42,16 +42,20 @@ def answer_lists(n: int) -> list[list[IndexHit]]:
     return [[] for _ in range(n)]
 
 
-def query_run(state: IndexState, batch: Batch, first: int | None = None) -> list[list[IndexHit]]:
+def query_run(state: IndexState, batch: Batch, first: int | None = None,
+              roots: tuple[list[list[Bucket | None]], SplitRoots] | None = None) -> list[list[IndexHit]]:
     """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
     run being inserted, its documents hold the handles from ``first`` on and are in the band map
     already (``batch_insert.allocate``): each document's answer also gets the documents before it
-    in the run that its query will find once they are inserted (``query_insert_many``)."""
+    in the run that its query will find once they are inserted (``query_insert_many``). ``roots``:
+    the run's resolved root buckets (``batch_insert.resolve``: None where a document does not use
+    the table or its root is split) and the documents below split roots; without, they are looked
+    up here, and absent roots are not created."""
     answers = answer_lists(len(batch))
     near: dict[int, set[int]] = {}
     band: dict[int, dict[int, list[int]]] = {}
     run_band: set[tuple[int, int]] = set()
-    _simhash_candidates(state, batch, near)
+    _simhash_candidates(state, batch, near, roots)
     if state.layout.bands:
         _band_candidates(state, batch, band, first, run_band)
     _index_hits(state, batch, near, band, answers)
@@ -122,11 +126,16 @@ def _root_columns(state: IndexState, batch: Batch) -> tuple[list[list[Bucket]], 
     return columns, below
 
 
-def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]]) -> None:
+def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]],
+                        roots: tuple[list[list[Bucket | None]], SplitRoots] | None) -> None:
     """Handles whose stored bits lie within k of each document (``near``), by one numpy pass over the
     unsplit roots and one descent per split root (split_batch.py); the buckets' recency stamps and
     the candidate statistics as ``query`` keeps them."""
-    columns, below = _root_columns(state, batch)
+    if roots is None:
+        columns, below = _root_columns(state, batch)
+    else:
+        columns = [[_EMPTY if b is None else b for b in column] for column in roots[0]]
+        below = roots[1]
     cache = state.cache
     cache.clock += 1
     for column in columns:
