@@ -229,7 +229,9 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
 
 @click.command()
 @click.option("--documents", "-n", type=int, default=4000, show_default=True, help="Documents per throughput run.")
-@click.option("--partitions", type=int, default=4, show_default=True, help="Partitions per topic.")
+@click.option("--partitions", default="2,4,8", show_default=True,
+              help="Partitions per topic, comma separated: 1 and 2 workers run at each (a document is indexed in "
+                   "every partition that owns one of its table keys); the latency runs use the first.")
 @click.option("--rates", default="0.5", show_default=True,
               help="Offered rates for the latency runs, as fractions of the 1-worker peak (e.g. 0.25,0.5,0.75).")
 @click.option("--seconds", type=float, default=20.0, show_default=True, help="Length of each latency run.")
@@ -239,13 +241,14 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
               help="JSONL documents to publish (the first -n); default: copies of the bundled sample. Real ~3 KB "
                    "Chinese documents: `dedup bench corpus-zh` builds ~/.cache/stream-dedup/corpora/zh3k/zh3k.jsonl.")
 @click.option("--name", default="e2e", show_default=True, help="File name of the JSON and PNG (without extension).")
-def command(documents: int, partitions: int, rates: str, seconds: float, out: str, corpus: Path | None,
+def command(documents: int, partitions: str, rates: str, seconds: float, out: str, corpus: Path | None,
             name: str) -> None:
     """End-to-end throughput and latency vs a pass-through agent (embedded broker), and the same documents
     through one `dedup scan` process in the same run."""
     values = _docs(documents, corpus)
+    counts = [int(p) for p in partitions.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="dedup-bench-"))
-    results: dict[str, Any] = {"documents": len(values), "partitions": partitions, "cpus": os.cpu_count(),
+    results: dict[str, Any] = {"documents": len(values), "partitions": counts, "cpus": os.cpu_count(),
                                "corpus": str(corpus) if corpus else "bundled sample, copies"}
     results["scan_docs_per_s"] = round(run_scan(tmp, values), 1)
     click.echo(f"dedup scan, one process (start-up included): {results['scan_docs_per_s']} docs/s")
@@ -255,28 +258,22 @@ def command(documents: int, partitions: int, rates: str, seconds: float, out: st
         results["pass_through_tuned"] = round(run_pass_through(broker, tmp, values, tuned=True), 1)
         click.echo(f"pass-through agent (tuned batching): {results['pass_through_tuned']} msgs/s")
         runs = []
-        for workers in (1, 2):
-            r = run_pipeline(broker, tmp, values, workers, partitions, None, f"w{workers}")
-            click.echo(f"pipeline, {workers} worker(s): {r['docs_per_s']} docs/s ({r['verdicts']} verdicts), "
-                       f"latency under the backlog {r['latency_ms']}")
-            runs.append(r)
-        peak = max(r["docs_per_s"] or 0 for r in runs)
-        one = runs[0]["docs_per_s"] or 0
-        sweep = []
-        for fraction in sorted(float(f) for f in rates.split(",")):
-            rate = max(1.0, one * fraction)  # a fraction of the 1-worker peak, run on 1 worker
-            n = min(len(values), max(50, int(rate * seconds)))
-            r = run_pipeline(broker, tmp, values[:n], 1, partitions, rate, f"lat{int(fraction * 100)}")
-            r["fraction_of_peak"] = fraction
-            click.echo(f"latency at {fraction:.2f} of the 1-worker peak ({rate:.0f} docs/s offered, 1 worker, "
-                       f"{r['verdicts']}/{n} verdicts): {r['latency_ms']}")
-            sweep.append(r)
+        for count in counts:
+            for workers in (1, 2):
+                r = run_pipeline(broker, tmp, values, workers, count, None, f"w{workers}p{count}")
+                click.echo(f"pipeline, {workers} worker(s), {count} partitions: {r['docs_per_s']} docs/s "
+                           f"({r['verdicts']} verdicts), latency under the backlog {r['latency_ms']}")
+                runs.append(r)
         results["throughput"] = runs
-        results["latency_vs_rate"] = sweep
-        results["latency_at_half_peak"] = min(sweep, key=lambda r: abs(r["fraction_of_peak"] - 0.5))
+        results["latency_vs_rate"] = _latency_sweep(broker, tmp, values, runs[0], rates, seconds)
+        results["latency_at_half_peak"] = min(results["latency_vs_rate"],
+                                              key=lambda r: abs(r["fraction_of_peak"] - 0.5))
+        peak = max(r["docs_per_s"] or 0 for r in runs)
         results["ratio_vs_pass_through_default"] = round(peak / max(1e-9, results["pass_through_default"]), 2)
         results["ratio_vs_pass_through_tuned"] = round(peak / max(1e-9, results["pass_through_tuned"]), 2)
-        results["ratio_2_workers_vs_scan"] = round((runs[1]["docs_per_s"] or 0) / results["scan_docs_per_s"], 2)
+        results["ratio_2_workers_vs_scan"] = {
+            str(r["partitions"]): round((r["docs_per_s"] or 0) / results["scan_docs_per_s"], 2)
+            for r in runs if r["workers"] == 2}
         results["every_document_answered"] = all(r["verdicts"] == len(values) for r in runs)
         results["worker_logs"] = str(tmp)
     results["machine"] = machine()
@@ -287,6 +284,21 @@ def command(documents: int, partitions: int, rates: str, seconds: float, out: st
     click.echo(json.dumps({k: results[k] for k in ("ratio_vs_pass_through_default", "ratio_vs_pass_through_tuned",
                                                    "ratio_2_workers_vs_scan", "every_document_answered")}))
     click.echo(f"wrote {out_dir / name}.json and .png (worker logs in {tmp})")
+
+
+def _latency_sweep(broker: EmbeddedBroker, tmp: Path, values: list[bytes], one: dict[str, Any], rates: str,
+                   seconds: float) -> list[dict[str, Any]]:
+    """Latency on 1 worker at fractions (``rates``) of its peak ``one`` (a throughput row), same partitions."""
+    sweep = []
+    for fraction in sorted(float(f) for f in rates.split(",")):
+        rate = max(1.0, (one["docs_per_s"] or 0) * fraction)
+        n = min(len(values), max(50, int(rate * seconds)))
+        r = run_pipeline(broker, tmp, values[:n], 1, one["partitions"], rate, f"lat{int(fraction * 100)}")
+        r["fraction_of_peak"] = fraction
+        click.echo(f"latency at {fraction:.2f} of the 1-worker peak ({rate:.0f} docs/s offered, 1 worker, "
+                   f"{one['partitions']} partitions, {r['verdicts']}/{n} verdicts): {r['latency_ms']}")
+        sweep.append(r)
+    return sweep
 
 
 def run_scan(tmp: Path, values: list[bytes]) -> float:
@@ -306,15 +318,17 @@ def run_scan(tmp: Path, values: list[bytes]) -> float:
 def _plot(results: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.4))
-    labels = ["pass-through\n(default)", "pass-through\n(tuned)", "dedup scan\n(1 process)"] + [
-        f"dedup\n{r['workers']} worker(s)" for r in results["throughput"]]
+    labels = ["pass-\nthrough\n(default)", "pass-\nthrough\n(tuned)", "dedup\nscan\n(1 proc.)"] + [
+        f"{r['workers']} w.\n{r['partitions']} p." for r in results["throughput"]]
     values = [results["pass_through_default"], results["pass_through_tuned"], results["scan_docs_per_s"]] + [
         r["docs_per_s"] for r in results["throughput"]]
-    ax1.bar(labels, values, color=["#999", "#bbb", "#9467bd", "#1f77b4", "#2ca02c"])
+    ax1.bar(labels, values, color=["#999", "#bbb", "#9467bd"] + [
+        "#1f77b4" if r["workers"] == 1 else "#2ca02c" for r in results["throughput"]])
+    ax1.tick_params(axis="x", labelsize=7)
     ax1.axhline(1.5 * results["scan_docs_per_s"], color="red", linestyle="--", label="target: 2 workers = 1.5x scan")
     ax1.legend(fontsize=8)
     ax1.set_ylabel("messages or documents / s")
-    ax1.set_title("Throughput on tansu (same run)")
+    ax1.set_title("Throughput on tansu (same run; w. workers, p. partitions)", fontsize=9)
     for q, color in (("p50", "#2ca02c"), ("p90", "#ff7f0e"), ("p99", "#d62728")):
         ax2.plot([r["offered_rate"] for r in results["latency_vs_rate"]],
                  [r["latency_ms"][q] for r in results["latency_vs_rate"]], "o-", color=color, label=q)
