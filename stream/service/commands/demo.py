@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from stream.errors import DedupError
-from stream.service.commands.verdicts import VerdictStats, open_consumer
+from stream.service.commands.reader import TopicReader
+from stream.service.commands.verdicts import VerdictStats
 from stream.service.runtime.embedded import EmbeddedBroker
 from stream.service.settings import Settings, load_settings
 
@@ -91,7 +92,7 @@ def _follow(settings: Settings, documents: int, procs: list[subprocess.Popen[byt
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     stats = VerdictStats()
-    consumer = open_consumer(settings, settings.verdicts_topic)
+    consumer = TopicReader(settings, settings.verdicts_topic).follow()
     last_at = time.time()
     try:
         with Progress(TextColumn("verdicts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

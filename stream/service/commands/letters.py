@@ -1,5 +1,5 @@
 """Dead letters as ``dedup dlq`` reads them: the envelope of ``messages.dead_letter`` parsed back,
-its original key and value, a one-line preview, and reading a topic to its end.
+its original key and value, a one-line preview, read to the topic's end (``TopicReader``).
 
 A letter is named by its own position in the dead-letter topic (``partition:offset``): that is what
 the replay ledger keys (stream/service/replay.py) and what ``--since`` selects on.
@@ -11,12 +11,12 @@ import base64
 import binascii
 import hashlib
 import json
-import time
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from stream.errors import UsageError
+from stream.service.commands.reader import TopicReader
 from stream.service.settings import Settings
 
 NOT_AN_ENVELOPE = "not_an_envelope"  # the code shown for a record on the topic that no worker wrote
@@ -128,55 +128,6 @@ def _text(data: bytes, cut: bool) -> str | None:
         except UnicodeDecodeError:
             continue
     return None
-
-
-class TopicReader:
-    """Reads a topic without a consumer group (a group join takes ~20 s on tansu)."""
-
-    def __init__(self, settings: Settings, topic: str) -> None:
-        from confluent_kafka import Consumer
-
-        self.topic = topic
-        self.consumer = Consumer(settings.confluent(**{
-            "group.id": "dedup-dlq", "enable.auto.commit": False, "enable.partition.eof": True,
-            "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20, "receive.message.max.bytes": 128 << 20}))
-        meta = self.consumer.list_topics(topic, timeout=settings.connect_timeout).topics.get(topic)
-        exists = meta is not None and meta.error is None and meta.partitions
-        self.partitions: list[int] = sorted(meta.partitions) if exists else []
-
-    def watermarks(self, partition: int) -> tuple[int, int]:
-        from confluent_kafka import TopicPartition
-
-        low, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
-        return int(low), int(high)
-
-    def records(self, start: dict[int, int] | None = None, partitions: Collection[int] | None = None,
-                timeout: float = 60.0) -> Iterator[Any]:
-        """Every record from the beginning (or from ``start[partition]``) to the end, as confluent-kafka
-        messages. The end is where each partition reports EOF: the fetch's high watermark, right on
-        tansu too, whose listed offsets can stop at the last batch's base offset + 1 (docs/service.md,
-        "Broker differences")."""
-        from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
-
-        wanted = [p for p in self.partitions if partitions is None or p in partitions]
-        self.consumer.assign([TopicPartition(self.topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in wanted])
-        pending = set(wanted)
-        deadline = time.monotonic() + timeout
-        while pending:
-            messages = self.consumer.consume(500, 0.5)
-            for msg in messages:
-                error = msg.error()
-                if error is None:
-                    yield msg
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-            if messages:
-                deadline = time.monotonic() + timeout
-            elif time.monotonic() > deadline:
-                raise UsageError(f"reading {self.topic}: no end of partitions {sorted(pending)} after {timeout:.0f} s")
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def read_topic(settings: Settings, topic: str, start: dict[int, int] | None = None,

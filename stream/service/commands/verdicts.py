@@ -17,8 +17,8 @@ from typing import IO, Any
 
 import click
 
-from stream.errors import UsageError
 from stream.service.commands.common import broker_option, client_settings, config_option
+from stream.service.commands.reader import TopicReader
 from stream.service.settings import Settings
 
 
@@ -58,20 +58,6 @@ class VerdictStats:
             "documents": len(self.latest), "verdicts": dict(self.table_counts()), "revisions": self.revised,
             "latency_ms": {f"p{q}": round(percentile(lat, q) * 1000, 1) for q in (50, 90, 99)} if lat else {},
         }
-
-
-def open_consumer(settings: Settings, topic: str) -> Any:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(settings.confluent(**{"group.id": "dedup-verdicts-tail", "enable.auto.commit": False,
-                                              "auto.offset.reset": "earliest"}))
-    meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-    if meta is None or meta.error is not None or not meta.partitions:
-        consumer.close()
-        raise UsageError(f"topic {topic} does not exist on {settings.bootstrap} (start a worker, or `dedup topology "
-                         "apply`, to create it)")
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
-    return consumer
 
 
 COLUMNS = ("id", "verdict", "canonical", "similarity", "distance", "matches", "revised", "latency_ms")
@@ -157,7 +143,7 @@ def _cell(text: str) -> str:
 
 
 def tail(settings: Settings, topic: str, follow: bool, as_json: bool, idle_timeout: float = 5.0) -> VerdictStats:
-    consumer = open_consumer(settings, topic)
+    consumer = TopicReader(settings, topic).follow()
     stats = VerdictStats()
     printer = VerdictPrinter(as_json)
     last = time.monotonic()
