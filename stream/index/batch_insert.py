@@ -33,6 +33,7 @@ from stream.index.cache import ROOT_ABSENT, ROOT_SPLIT
 from stream.index.kernels import bucket_growth
 from stream.index.records import EXPIRY_NS, HANDLE_LEN, HANDLE_NS, PAYLOAD_FLAG, PAYLOAD_LEN
 from stream.index.state import IndexState
+from stream.index.store import WritePairs
 from stream.index.table import ENTRY_TAG, Leaf
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def insert_run(state: IndexState, batch: Batch, start: int, resolved: Resolved) 
     _entry_keys(state, batch, resolved, handle_matrix, keys, values)
     _split_entries(state, batch, resolved.below, handle_matrix, keys, values)
     _document_keys(state, batch, handle_matrix, keys, values)
-    state.kv.write_ops(list(zip(keys, values, strict=True)))
+    state.kv.write_ops(WritePairs(keys, values))
     state.stats.documents += n
     state.mutated(n)
     _mirror(state, batch, resolved, handles, state.cache.evictions != resolved.evictions)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.index import BufferedStore, KVStore, MemoryStore, RocksStore
-from stream.index.store import prefix_end
+from stream.index.store import WritePairs, prefix_end
 
 
 @pytest.fixture(params=["memory", "rocks", "buffered"])
@@ -56,6 +56,19 @@ def test_write_ops_apply_puts_and_deletes_in_order(make_store: Callable[[], KVSt
     # in the order given (the order a changelog replays): the last write of a key wins
     store.write_ops([(b"k2", b"new"), (b"k2", None), (b"k4", None), (b"k4", b"back")])
     assert store.multi_get([b"k2", b"k4"]) == [None, b"back"]
+
+
+def test_write_pairs_are_written_as_the_pairs_they_hold(make_store: Callable[[], KVStore]) -> None:
+    """``WritePairs`` (keys and values as two lists, the batch path's writes) below and above a
+    buffered store's batch size: the same as a list of pairs."""
+    store = make_store()
+    store.write_ops(WritePairs([b"a", b"b"], [b"1", b"2"]))
+    store.write_ops(WritePairs([b"c", b"d", b"e", b"a"], [b"3", b"4", b"5", b"6"]))
+    assert store.multi_get([b"a", b"b", b"c", b"d", b"e"]) == [b"6", b"2", b"3", b"4", b"5"]
+    pairs = WritePairs([b"x", b"y"], [b"1", b"2"])
+    assert list(pairs) == [(b"x", b"1"), (b"y", b"2")] == pairs[:] and pairs[1] == (b"y", b"2")
+    with pytest.raises(ValueError, match="2 keys, 1 values"):
+        WritePairs([b"x", b"y"], [b"1"])
 
 
 def test_a_buffered_store_writes_a_big_batch_straight_down_after_the_pending_ones() -> None:
