@@ -155,13 +155,13 @@ def _mirror_splits(state: IndexState, batch: Batch, below: SplitRoots, handles: 
                 table.maybe_split(leaf, source)
 
 
-def _entry_keys(state: IndexState, batch: Batch, appends: Resolved, handle_matrix: np.ndarray,
+def _entry_keys(state: IndexState, batch: Batch, resolved: Resolved, handle_matrix: np.ndarray,
                 keys: list[bytes], values: list[bytes]) -> None:
     """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table."""
     array = batch.array
     for t, scheme in enumerate(state.layout.simhash):
-        resolved = appends.buckets[t]
-        docs = np.flatnonzero(np.fromiter((b is not None for b in resolved), dtype=np.bool_, count=len(resolved)))
+        column = resolved.buckets[t]
+        docs = np.flatnonzero(np.fromiter((b is not None for b in column), dtype=np.bool_, count=len(column)))
         if not len(docs):
             continue
         fps = array[docs]
@@ -199,7 +199,7 @@ def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
     values += batch_keys.rows(handle_matrix)
 
 
-def _mirror(state: IndexState, batch: Batch, appends: Resolved, handles: np.ndarray, evicted: bool) -> None:
+def _mirror(state: IndexState, batch: Batch, resolved: Resolved, handles: np.ndarray, evicted: bool) -> None:
     """As ``writes.add``: the entries into the resolved buckets (appends run in C, by map), the level
     counters (per distinct bucket its size before and after the run, one compiled call per kind),
     then splits. ``evicted``: the cache evicted during the run, so some resolved buckets may have
@@ -210,7 +210,7 @@ def _mirror(state: IndexState, batch: Batch, appends: Resolved, handles: np.ndar
     grown = 0
     sizes = np.zeros((len(batch), len(state.tables)), dtype=np.int64)
     use = np.zeros((len(state.tables), len(batch)), dtype=np.bool_)
-    for t, column in enumerate(appends.buckets):
+    for t, column in enumerate(resolved.buckets):
         if None in column:  # some documents do not append here
             docs = np.flatnonzero(np.fromiter(map(operator.is_not, column, repeat(None)), np.bool_, len(column)))
             buckets: list[Bucket] = list(map(column.__getitem__, docs.tolist()))  # type: ignore[arg-type]
@@ -233,7 +233,7 @@ def _mirror(state: IndexState, batch: Batch, appends: Resolved, handles: np.ndar
     if grown:
         cache.grew_entries(grown)
     for t, i in _count_growth(state, batch, sizes, use):
-        bucket = appends.buckets[t][i]
+        bucket = resolved.buckets[t][i]
         key = _bucket_key(state, batch, t, i)
         if bucket is not None and cache.buckets.get(key) is bucket:  # not evicted since
             state.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))

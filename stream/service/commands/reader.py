@@ -38,10 +38,10 @@ class TopicReader:
         messages. The end is where each partition reports EOF: the fetch's high watermark, right on
         tansu too, whose listed offsets can stop at the last batch's base offset + 1 (docs/service.md,
         "Broker differences")."""
-        from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+        from confluent_kafka import KafkaError
 
         wanted = [p for p in self.partitions if partitions is None or p in partitions]
-        self.consumer.assign([TopicPartition(self.topic, p, (start or {}).get(p, OFFSET_BEGINNING)) for p in wanted])
+        self._assign(wanted, start)
         pending = set(wanted)
         deadline = time.monotonic() + timeout
         while pending:
@@ -60,14 +60,19 @@ class TopicReader:
     def follow(self) -> Any:
         """The consumer, assigned to every partition from the beginning, to poll past the end (partition
         EOFs come as error events). A missing topic is a ``UsageError``."""
-        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
         if not self.partitions:
             self.close()
             raise UsageError(f"topic {self.topic} does not exist on {self.bootstrap} (start a worker, or `dedup "
                              "topology apply`, to create it)")
-        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self.partitions])
+        self._assign(self.partitions)
         return self.consumer
+
+    def _assign(self, partitions: list[int], start: dict[int, int] | None = None) -> None:
+        """Read ``partitions`` from ``start[partition]``, else from the beginning."""
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        self.consumer.assign([TopicPartition(self.topic, p, (start or {}).get(p, OFFSET_BEGINNING))
+                              for p in partitions])
 
     def close(self) -> None:
         self.consumer.close()
