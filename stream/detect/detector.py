@@ -4,7 +4,8 @@
 some of the document's block keys, with ``tables`` naming them); ``probe_many`` is the same over a
 batch of documents in one index call (``dedup scan`` probes its input in chunks with all tables).
 Each indexed document's serialized Fingerprint (with its sketch) is the payload of its index record,
-so the query that finds a candidate also returns what verifies it.
+so the query that finds a candidate also returns what verifies it. It is stored without its LSH
+bands (``without_bands``): the record holds them already, and they were 40% of the bytes written.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import functools
 from collections.abc import Collection, Iterable, Sequence
 
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
-from stream.fingerprint import Fingerprint, serialized_bands
+from stream.fingerprint import Fingerprint, serialized_bands, without_bands
 from stream.fingerprint.similarity import Overlap, overlap
 from stream.index import BatchBands, BlockIndex, IndexHit
 
@@ -97,12 +98,13 @@ class Detector:
         live = [i for i, fp in enumerate(fps) if not fp.empty]
         docs = [fps[i] for i in live]
         given = [None] * len(fps) if fp_bytes is None else fp_bytes
-        payloads = [raw if (raw := given[i]) is not None else fp.to_bytes() for i, fp in zip(live, docs, strict=True)]
+        serialized = [raw if (raw := given[i]) is not None else fp.to_bytes() for i, fp in zip(live, docs, strict=True)]
         chosen = None if tables is None else [tables[i] for i in live]
         simhashes = [fp.simhash for fp in docs]
-        bands: BatchBands | None = serialized_bands(payloads, self.index.bands)
+        bands: BatchBands | None = serialized_bands(serialized, self.index.bands)
         if bands is None:  # documents with no or other bands: the index says which is wrong
             bands = [tuple(fp.bands) for fp in docs]
+        payloads = list(map(without_bands, serialized))
         if insert:
             hits = self.index.query_insert_many(simhashes, [fp.doc_id for fp in docs], [orders[i][0] for i in live],
                                                 bands, chosen, payloads, once=self.once)
@@ -146,8 +148,16 @@ class Detector:
         """Index ``fp`` (replacing an earlier version of the same id) without querying."""
         if fp.empty:
             return
-        payload = fp_bytes if fp_bytes is not None else fp.to_bytes()
+        payload = without_bands(fp_bytes if fp_bytes is not None else fp.to_bytes())
         self.index.insert(fp.simhash, fp.doc_id, order[0], tuple(fp.bands), tables=tables, payload=payload)
+
+    def indexed_order(self, doc_id: str, fp_bytes: bytes) -> Order | None:
+        """The order document ``doc_id`` was indexed at, if it was indexed with this very fingerprint
+        (``fp_bytes``: ``Fingerprint.to_bytes()``)."""
+        old = self.index.document(doc_id)
+        if old is not None and old.payload == without_bands(fp_bytes):
+            return (old.ts, doc_id)
+        return None
 
     def detect_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order]) -> list[Verdict]:
         """``detect`` of each document in order (``probe_many``)."""

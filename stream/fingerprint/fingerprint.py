@@ -12,6 +12,7 @@ import numpy as np
 from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, Sketch, SketchSpec
 
 _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
+_BAND_COUNT = struct.Struct("<H")  # the head's last field
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +70,16 @@ class Fingerprint:
         return cls(doc_id=texts[1], simhash=sim, content_hash=chash, sketch=sketch,
                    bands=bands, schema=texts[0], spec=spec,
                    side=sketches[1], empty=bool(flags & 1), short_grams=sketches[2])
+
+
+def without_bands(raw: bytes) -> bytes:
+    """A serialized fingerprint with an empty band list: the form the detector stores. The index
+    keeps every document's band values in its record already, verification reads the sketch, and
+    the 24 bands are 384 of ~970 bytes that each write copies (``Detector``)."""
+    (count,) = _BAND_COUNT.unpack_from(raw, _HEAD.size - _BAND_COUNT.size)
+    if not count:
+        return raw
+    return b"".join((raw[: _HEAD.size - _BAND_COUNT.size], b"\0\0", raw[_HEAD.size + 16 * count :]))
 
 
 def serialized_bands(raws: Sequence[bytes], bands: int) -> np.ndarray | None:

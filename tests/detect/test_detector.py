@@ -30,6 +30,18 @@ def test_a_replaced_record_is_verified_with_its_new_content() -> None:
     assert probe("d", OTHER, 5.0) == ["a"]
 
 
+def test_fingerprints_are_stored_without_bands_and_known_again_by_their_bytes() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
+    poem, other = (fingerprinter.fingerprint(parse_document({"id": "a", "text": t})) for t in (POEM, OTHER))
+    detector.probe_many([poem], [(1.0, "a")])
+    stored = detector.index.document("a")
+    assert stored is not None and len(stored.payload) == len(poem.to_bytes()) - 16 * len(poem.bands)
+    assert detector.indexed_order("a", poem.to_bytes()) == (1.0, "a")
+    assert detector.indexed_order("a", other.to_bytes()) is None
+    assert detector.indexed_order("b", poem.to_bytes()) is None
+
+
 def test_retention_matches_only_event_times_within_the_window_whatever_the_arrival_order() -> None:
     from stream.detect import MatchSettings
 

@@ -199,10 +199,7 @@ class ProbeStage:
         """One id is one document: the same document again (an identical fingerprint, already indexed
         here) keeps the order it was judged at, so it gets the verdict it had; anything else is judged at
         the order it came with. Every partition holding it sees the same record, so all agree."""
-        old = detector.index.document(item.doc)
-        if old is not None and old.payload == item.fp:
-            return (old.ts, item.doc)
-        return item.order
+        return detector.indexed_order(item.doc, item.fp) or item.order
 
 
 def _source_of_round(round_id: str) -> Source:
