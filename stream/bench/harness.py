@@ -66,6 +66,8 @@ class Deployment:
     tmp: Path
     app_id: str = field(default_factory=lambda: "t" + uuid.uuid4().hex[:8])
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # worker name -> its metrics port: a failing wait reports where each live worker's documents got to
+    metrics_ports: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     @contextmanager
@@ -101,10 +103,14 @@ class Deployment:
 
     def start_worker(self, name: str, data: Path | None = None, env: dict[str, str] | None = None
                      ) -> subprocess.Popen[bytes]:
+        from stream.service.runtime.embedded import free_port
+
         data = data or self.tmp / f"{name}-{len(self.workers)}"
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115
+        env = {"DEDUP_METRICS_PORT": str(free_port()), **(env or {})}
+        self.metrics_ports[name] = int(env["DEDUP_METRICS_PORT"])
         proc = subprocess.Popen([sys.executable, "-m", "stream", "worker", "--data-dir", str(data)],
-                                env={**self.env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+                                env={**self.env(), **env}, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(proc)
         return proc
 
@@ -248,6 +254,8 @@ class Deployment:
             notable = [ln for ln in lines[:-tail] if any(w in ln for w in ("WARNING", "ERROR", "CRITICAL"))]
             parts.append(f"--- {log.name}: {len(lines)} lines; warnings, then the last {tail}")
             parts.extend(ln[:300] for ln in notable[-40:] + lines[-tail:])
+        for name, port in self.metrics_ports.items():
+            parts.append(f"--- {name}'s counters: {_counters(port)}")
         return "\n".join(parts)
 
     def stop(self) -> None:
@@ -260,3 +268,19 @@ class Deployment:
             except subprocess.TimeoutExpired:
                 w.kill()
                 w.wait(5)
+
+
+COUNTERS = ("dedup_documents_total", "dedup_probes_total", "dedup_hops_total", "dedup_verdicts_total",
+            "dedup_dead_letters_total", "dedup_input_rereads")
+
+
+def _counters(port: int) -> str:
+    """A worker's pipeline counters from its metrics endpoint (which stage its documents reached)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
+            lines = response.read().decode().splitlines()
+    except OSError as exc:
+        return f"no answer ({exc.__class__.__name__})"
+    return "; ".join(line for line in lines if line.startswith(COUNTERS)) or "none yet"
