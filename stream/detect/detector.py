@@ -155,7 +155,8 @@ class Detector:
         """The order document ``doc_id`` was indexed at, if it was indexed with this very fingerprint
         (``fp_bytes``: ``Fingerprint.to_bytes()``)."""
         old = self.index.document(doc_id)
-        if old is not None and old.payload == without_bands(fp_bytes):
+        # block tables written by earlier versions hold the whole bytes
+        if old is not None and old.payload in (without_bands(fp_bytes), fp_bytes):
             return (old.ts, doc_id)
         return None
 

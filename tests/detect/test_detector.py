@@ -40,6 +40,8 @@ def test_fingerprints_are_stored_without_bands_and_known_again_by_their_bytes() 
     assert detector.indexed_order("a", poem.to_bytes()) == (1.0, "a")
     assert detector.indexed_order("a", other.to_bytes()) is None
     assert detector.indexed_order("b", poem.to_bytes()) is None
+    detector.index.insert(poem.simhash, "old", 2.0, tuple(poem.bands), payload=poem.to_bytes())  # the whole bytes
+    assert detector.indexed_order("old", poem.to_bytes()) == (2.0, "old")
 
 
 def test_retention_matches_only_event_times_within_the_window_whatever_the_arrival_order() -> None:
