@@ -38,8 +38,9 @@ def relation(ov: Overlap, threshold: float, containment_threshold: float, min_sh
 # Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
 # documents candidates again and again (docs/detect.md, "Decisions"). Keyed by the payload's
 # bytes: a replaced document has other bytes, so it is never served stale. The service decodes the
-# fingerprints of the documents it probes through the same cache: a document probed moments ago is
-# often the next one's candidate.
+# documents it probes through the same cache: one document's probe reaches several partitions of a
+# worker. (Stored payloads lack the bands, so a probed document is decoded again, once, when it is a
+# later batch's candidate: ~55 us per such document, against 384 bytes fewer in every write.)
 fingerprint_of = functools.lru_cache(maxsize=4096)(Fingerprint.from_bytes)
 
 

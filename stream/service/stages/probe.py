@@ -32,7 +32,7 @@ ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
 # worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
-# of decoded payloads: the same bytes come back as later documents' candidates).
+# of decoded payloads).
 
 
 class ProbeStage:
