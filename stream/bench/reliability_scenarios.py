@@ -35,7 +35,6 @@ from stream.bench.tang import near_copy, poem_stream
 from stream.service.runtime.embedded import EmbeddedBroker, free_port
 
 Publishable = tuple[bytes | None, bytes | None]
-DEAD_MEMBER_S = 11  # the broker expires a SIGKILLed member before its successor may join (tests do the same)
 
 
 @dataclass(frozen=True)
@@ -144,15 +143,15 @@ def sigkill(run: Run) -> dict[str, Any]:
         publish(d, [_encode(doc) for doc in docs])
         watch = VerdictWatch(d)
         kills = []
-        for i, fraction in enumerate(run.scale.kill_at):
-            worker = d.start_worker(f"w{i}", data=data, env=run.worker_env)
+        worker = d.start_worker("w0", data=data, env=run.worker_env)
+        for i, fraction in enumerate(run.scale.kill_at, start=1):
             watch.wait_for(int(fraction * len(docs)), run.scale.timeout)
             os.kill(worker.pid, signal.SIGKILL)
             worker.wait()
             kills.append({"ids_with_a_verdict": watch.count()})
             run.echo(f"  SIGKILL with {kills[-1]['ids_with_a_verdict']:,} of {len(docs):,} documents judged")
-            time.sleep(DEAD_MEMBER_S)
-        d.start_worker("last", data=data, env=run.worker_env)
+            name = f"w{i}" if i < len(run.scale.kill_at) else "last"
+            worker = d.restart_after_kill(name, data, env=run.worker_env, ready_within=run.scale.timeout)
         watch.close()
         out = _finish(run, d, docs, len(docs), expected)
         out.pop("table")

@@ -70,8 +70,7 @@ def test_deletes_survive_recovery(deployment: Deployment, loss: str) -> None:
     first.wait()
     if loss == "data_dir":
         shutil.rmtree(data)  # everything comes back from the changelogs alone
-    time.sleep(11)  # the broker expires the dead member before its successor joins
-    deployment.start_worker("again", data=data)
+    deployment.restart_after_kill("again", data)
     deployment.publish([{"id": "copy", "text": POEM, "ts": 3.0}, {"id": "copy2", "text": OTHER, "ts": 4.0}])
     _wait_for(lambda: {"copy", "copy2"} <= set(_verdict_keys(deployment)), 120, deployment)
     latest = _verdict_keys(deployment)
@@ -105,8 +104,7 @@ def test_retention_limits_matches_and_its_deletions_survive_recovery(deployment:
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
     shutil.rmtree(data)
-    time.sleep(11)  # the broker expires the dead member before its successor joins
-    deployment.start_worker("again", data=data, env=env)
+    deployment.restart_after_kill("again", data, env=env)
     deployment.publish([{"id": "late", "text": POEM, "ts": 600.0}])
     _wait_for(lambda: "late" in _verdict_keys(deployment), 120, deployment)
     late = json.loads(_verdict_keys(deployment)["late"] or b"{}")
