@@ -4,6 +4,14 @@ Layout of a state directory: ``index/`` (BlockIndex, RocksDB; its records keep t
 fingerprints for verification), ``meta.json`` (schema id, settings, next arrival number), ``ids/``
 (the ids judged, with their order and fingerprint hash: ``known.py``). A directory
 built under one fingerprint schema refuses another: fingerprints of different schemas do not compare.
+
+The index is written without RocksDB's write-ahead log (~1.5 KB of writes per document that a
+rerun makes unneeded; docs/index.md, "Decisions"). What a crash can cost: the index keeps a
+prefix of its writes (the last flush; the column families flush atomically), ``ids/`` (with its
+log) may be ahead of it, and ``meta.json``'s arrival number is the last clean close's. Scanning the
+same input again redoes every document after it: a document ``ids/`` knows keeps its order and the
+index takes it again (an insert of a document already there changes nothing), so the verdicts are
+those of a run that never crashed (tests/batch/test_scan_crash.py).
 """
 
 from __future__ import annotations
@@ -51,6 +59,11 @@ class ScanState:
         self.known.close()
 
 
+def state_index(path: str, k: int, bands: int) -> BlockIndex:
+    """The index of a state directory, as ``dedup scan`` opens it: without the write-ahead log (module doc)."""
+    return BlockIndex(path, k=k, bands=bands, wal=False)
+
+
 def _meta(fp: Fingerprinter, matching: MatchSettings, next_seq: int) -> dict[str, Any]:
     return {"schema": fp.schema, "fingerprint": fp.config.describe(fp.segmenter.settings),
             "matching": matching.describe(), "next_seq": next_seq}
@@ -87,7 +100,7 @@ def open_state(path: str | None, config: FingerprintConfig, matching: MatchSetti
                               "settings or a new --state directory")
         next_seq = int(meta["next_seq"])
     try:
-        index = BlockIndex(str(root / "index"), k=matching.k, bands=config.band_tables)
+        index = state_index(str(root / "index"), matching.k, config.band_tables)
     except ValueError as exc:  # e.g. an index of an older format: say which directory, without a traceback
         raise ConfigError(f"state {root}: {exc}") from exc
     state = ScanState(fingerprinter, matching.detector(index), matching, next_seq, root)

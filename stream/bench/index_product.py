@@ -1,9 +1,10 @@
 """``dedup bench index``'s product rows: the index as ``dedup scan`` and the service's probe stage run it.
 
 A stream of whole fingerprints (streams.py: a SimHash distribution, 5% near copies, 16 LSH bands, the
-serialized fingerprint as payload) goes through a ``Detector`` over an on-disk ``BlockIndex`` (k = 3,
-the product's 24 band tables): ``probe_many`` in batches of ``--product-batch`` (the product's path), or ``probe``
-once per document (the per-call path, for comparison). Reported per document: query + insert +
+serialized fingerprint as payload) goes through a ``Detector`` over an on-disk ``BlockIndex`` opened as
+``dedup scan --state`` opens it (k = 3, the product's 24 band tables, no write-ahead log): ``probe_many``
+in batches of ``--product-batch`` (the product's path), or ``probe`` once per document (the per-call
+path, for comparison). Reported per document: query + insert +
 verification over the whole build and over its last 10% (wall clock), CPU of the process (all
 threads, RocksDB's included; ``probe_many`` freezes the collector's view after each batch, as
 ``dedup scan`` does after each chunk), documents with a verified match, candidates, disk bytes after a full
@@ -19,11 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from stream.batch.state import state_index
 from stream.bench.index_runs import WARM_UP, run_peer, scratch_dir
 from stream.detect import Detector
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig
-from stream.index import BlockIndex
 
 K, BANDS = 3, FingerprintConfig().band_tables  # the product's band tables (16 + 8 prefix bands)
 
@@ -51,7 +52,7 @@ def run_product(distribution: str, fps: list[Fingerprint], raws: list[bytes], va
     orders = [(float(i), fp.doc_id) for i, fp in enumerate(fps)]
     tail_from = n - max(1, n // 10)
     with scratch_dir(tmp_root) as path:
-        detector = Detector(BlockIndex(str(path / "db"), k=K, bands=BANDS))
+        detector = Detector(state_index(str(path / "db"), K, BANDS))  # as dedup scan --state opens it
         clock = time.perf_counter
         matched, tail, tail_docs = 0, 0.0, 0
         cpu0, start = time.process_time(), clock()

@@ -36,8 +36,9 @@ class RocksStore(KVStore):
     - no Bloom filter: it would add ~1.25 bytes per key (~9 bytes per document) while our reads are
       prefix scans served by the block index and the in-memory bucket cache;
     - a 64 MiB block cache (rocksdict's default is 8 MiB) for doc-record gets and cache misses;
-    - WAL on by default (``wal=False`` when a changelog already makes the state durable, as the
-      streaming service does; then writes since the last flush are lost on a crash);
+    - WAL on by default (``wal=False`` when the caller can redo what a crash loses: the streaming
+      service from its changelog, ``dedup scan`` by scanning again; writes since the last flush are
+      then lost on a crash, and the atomic flush keeps a prefix of them);
     - keys below ``HASHED_BELOW`` (the block index's bucket entries) live in their own column family
       whose memtable is a hash of linked lists by 3-byte prefix (table + top block) instead of one
       skip list: an entry key is random, and a skip-list insert of a random key costs ~3.5 us of
