@@ -127,7 +127,9 @@ class Deployment:
             self.wait_ready(data, timeout=ready_within)
         except AssertionError:
             with open(self.tmp / f"{name}.log", "ab") as log:
-                log.write(f"harness: not ready after {ready_within:.0f} s, stopped and started again\n".encode())
+                # WARNING: log_digest keeps such lines, not only each log's last ones
+                log.write(f"harness WARNING: not ready after {ready_within:.0f} s, stopped and started again\n"
+                          .encode())
             worker.send_signal(signal.SIGTERM)
             worker.wait(60)
             worker = self.start_worker(name, data=data, env=env)

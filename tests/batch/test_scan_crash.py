@@ -50,7 +50,8 @@ def test_a_scan_killed_mid_run_gives_the_uncrashed_verdicts_when_run_again(tmp_p
     docs = _input(tmp_path / "docs.jsonl")
     total = ROUNDS * 400
     reference = _scan(docs, tmp_path / "reference.jsonl", tmp_path / "reference-state")
-    assert reference.wait(300) == 0, reference.stderr.read() if reference.stderr else ""
+    _, err = reference.communicate(timeout=300)
+    assert reference.returncode == 0, err
 
     state, first = tmp_path / "state", tmp_path / "first.jsonl"
     crashed = _scan(docs, first, state)
@@ -62,7 +63,8 @@ def test_a_scan_killed_mid_run_gives_the_uncrashed_verdicts_when_run_again(tmp_p
     assert 0 < _lines(first) < total
 
     again = _scan(docs, tmp_path / "again.jsonl", state)
-    assert again.wait(300) == 0, again.stderr.read() if again.stderr else ""
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
     expected, got = _summary(tmp_path / "reference.jsonl"), _summary(tmp_path / "again.jsonl")
     assert len(expected) == total and sum(v[0] != "unique" for v in expected.values()) > total // 2
     assert got == expected
