@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import chain
 
 import numpy as np
 
-from stream.index import batch_insert, batch_query, query, writes
+from stream.index import batch_insert, batch_query, batch_roots, query, writes
 from stream.index.batch_data import Batch, BatchBands
 from stream.index.layout import TableLayout
 from stream.index.records import IndexHit, doc_key
@@ -35,7 +36,8 @@ def query_many(state: IndexState, fingerprints: Sequence[int], bands: BatchBands
     if state.root_slots is None or not len(batch):
         return [query.query(state, fp, batch.band_pairs(i), None if tables is None else tables[i], once)
                 for i, fp in enumerate(batch.fps)]
-    return batch_query.query_run(state, batch)
+    with _pinned(state):
+        return batch_query.query_run(state, batch, batch_roots.resolve(state, batch, create=False))
 
 
 def insert_many(state: IndexState, fingerprints: Sequence[int], doc_ids: Sequence[str],
@@ -68,14 +70,26 @@ def _run_batch(state: IndexState, batch: Batch, with_query: bool) -> list[list[I
         if stop > start:
             run = batch.slice(start, stop)
             first = batch_insert.allocate(state, run)  # the run's handles; its band values are mapped
-            resolved = batch_insert.resolve(state, run)  # the buckets its query reads and its insert appends to
-            if with_query:
-                answers += batch_query.query_run(state, run, first, (resolved.buckets, resolved.below))
-            batch_insert.insert_run(state, run, first, resolved)
+            with _pinned(state):
+                resolved = batch_roots.resolve(state, run, create=True)  # what its query reads, its insert appends to
+                if with_query:
+                    answers += batch_query.query_run(state, run, resolved, first)
+                batch_insert.insert_run(state, run, first, resolved)
         if stop < len(batch):
             answers.append(_one_document(state, batch, stop, with_query))
         start = stop + 1
     return answers
+
+
+@contextmanager
+def _pinned(state: IndexState) -> Iterator[None]:
+    """The root arena pinned for a run (batch_roots.py), then the cache evicted down to its bound."""
+    state.cache.pinned = True
+    try:
+        yield
+    finally:
+        state.cache.pinned = False
+        state.cache.settle()
 
 
 def _one_document(state: IndexState, batch: Batch, i: int, with_query: bool) -> list[IndexHit]:

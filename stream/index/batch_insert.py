@@ -3,33 +3,27 @@ run, built at once by numpy (``batch_keys``) and written in one batch, then the 
 counter updates.
 
 Order, so that a load never reads an entry that is then appended to its cached bucket again:
-1. the buckets the run appends to are resolved (cached, created empty, or loaded) before any write
-   (``resolve``, before the run's query, which reads the same buckets);
+1. the buckets the run appends to are resolved (in the root arena, created empty or loaded) before
+   any write (batch_roots.py, before the run's query, which reads the same buckets);
 2. everything is written in one batch, laid out by kind (every entry of table 0, ..., every
    record, every expiry key, every doc id): RocksDB then fills one column family at a time, 1.9 us
    less per document at 1M than switching families per document (docs/index.md, "Decisions").
    Each document's keys keep their commit order (entries, record, expiry key, doc id), so a
    changelog prefix holds a doc id only for a complete document;
-3. the entries are appended to the buckets resolved in 1 (below a split root: to its split nodes,
-   split_batch.py), counted, and hot buckets split.
+3. the entries are appended to the roots resolved in 1 (one compiled call; below a split root: to
+   its split nodes, split_batch.py), counted, and hot buckets split.
 The band tables take the run's band values in the band map (bandmap.py) before its queries
 (``allocate``).
 """
 
 from __future__ import annotations
 
-import operator
-from array import array as _array
-from collections import deque
-from itertools import repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stream.index import batch_keys, batch_query, split_batch
-from stream.index.batch_query import SplitRoots
-from stream.index.buckets import Bucket
-from stream.index.cache import ROOT_ABSENT, ROOT_SPLIT
+from stream.index import batch_keys, split_batch
+from stream.index.batch_roots import Resolved, SplitRoots
 from stream.index.kernels import bucket_growth
 from stream.index.records import EXPIRY_NS, HANDLE_LEN, HANDLE_NS, PAYLOAD_FLAG, PAYLOAD_LEN
 from stream.index.state import IndexState
@@ -38,21 +32,6 @@ from stream.index.table import ENTRY_TAG, Leaf
 
 if TYPE_CHECKING:
     from stream.index.batch_data import Batch
-
-_array_append = _array.append
-_HANDLES, _FPS = operator.attrgetter("handles"), operator.attrgetter("fps")
-
-
-class Resolved:
-    """The buckets a run appends to (``resolve``): per SimHash table the root bucket of each
-    document (None: no append there: the document does not use the table, or its root is split),
-    the documents below split roots, and the cache's eviction count before resolving."""
-
-    def __init__(self, n: int, tables: int, evictions: int) -> None:
-        self.buckets: list[list[Bucket | None]] = [[None] * n for _ in range(tables)]
-        self.below: SplitRoots = {}
-        self.evictions = evictions
-
 
 def allocate(state: IndexState, batch: Batch) -> int:
     """Handles for the documents of a run (the first is returned, the others follow in order), and
@@ -73,7 +52,7 @@ def allocate(state: IndexState, batch: Batch) -> int:
 
 def insert_run(state: IndexState, batch: Batch, start: int, resolved: Resolved) -> None:
     """Insert the documents of a run (new, distinct ids; handles from ``start``, see ``allocate``;
-    their buckets from ``resolve``)."""
+    their roots from ``batch_roots.resolve``)."""
     n = len(batch)
     handles = np.arange(start, start + n, dtype=np.uint64)
     keys: list[bytes] = []
@@ -85,44 +64,8 @@ def insert_run(state: IndexState, batch: Batch, start: int, resolved: Resolved) 
     state.kv.write_ops(WritePairs(keys, values))
     state.stats.documents += n
     state.mutated(n)
-    _mirror(state, batch, resolved, handles, state.cache.evictions != resolved.evictions)
+    _mirror(state, batch, resolved, handles)
     _mirror_splits(state, batch, resolved.below, handles)
-
-
-def resolve(state: IndexState, batch: Batch) -> Resolved:
-    """The unsplit SimHash roots a run appends to (cached, created or loaded, each once), and the
-    documents below split roots, by root. Before the run's query: it reads the same buckets (a
-    created one is empty, as the absent root it replaces)."""
-    assert state.root_slots is not None
-    cache = state.cache
-    resolved = Resolved(len(batch), len(state.tables), cache.evictions)
-    for t, (slots, _, _) in enumerate(state.root_slots):
-        use = batch.part[:, t]
-        blocks = state.layout.block_values(t, batch.array)
-        states = cache.root_states[t]
-        assert states is not None  # a table with slots has them
-        root_state = states[blocks]
-        column = resolved.buckets[t]
-        column[:] = map(slots.__getitem__, blocks.tolist())  # before any load can evict them
-        absent = use & (root_state == ROOT_ABSENT)
-        complete = cache.complete
-        if absent.any() and complete:  # new buckets, created at once
-            new = np.unique(blocks[absent])
-            made = cache.add_empty_roots(t, new.tolist())
-            for i, at in zip(np.flatnonzero(absent).tolist(), np.searchsorted(new, blocks[absent]).tolist(),
-                             strict=True):
-                column[i] = made[at]
-        odd = np.flatnonzero(~use | (root_state == ROOT_SPLIT) | (absent & (not complete))).tolist()
-        if odd:
-            roots = batch_query.split_roots(state, batch, t, [i for i in odd if use[i]], column)
-            resolved.below.update(roots)
-            for i in odd:
-                if not use[i]:
-                    column[i] = None
-            for _, _, docs in roots.values():
-                for i in docs:
-                    column[i] = None
-    return resolved
 
 
 def _split_entries(state: IndexState, batch: Batch, below: SplitRoots, handle_matrix: np.ndarray,
@@ -160,14 +103,12 @@ def _entry_keys(state: IndexState, batch: Batch, resolved: Resolved, handle_matr
     """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table."""
     array = batch.array
     for t, scheme in enumerate(state.layout.simhash):
-        column = resolved.buckets[t]
-        docs = np.flatnonzero(np.fromiter((b is not None for b in column), dtype=np.bool_, count=len(column)))
+        docs = np.flatnonzero(resolved.arena[t])
         if not len(docs):
             continue
-        fps = array[docs]
-        blocks = batch_keys.big_endian(state.layout.block_values(t, fps), scheme.top_len)
+        blocks = batch_keys.big_endian(resolved.blocks[t, docs].astype(np.uint64), scheme.top_len)
         keys += batch_keys.rows(batch_keys.concat(bytes([t]), blocks, ENTRY_TAG, handle_matrix[docs]))
-        values += batch_keys.rows(batch_keys.big_endian(scheme.payload_values(fps), scheme.payload_len))
+        values += batch_keys.rows(batch_keys.big_endian(scheme.payload_values(array[docs]), scheme.payload_len))
 
 
 def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
@@ -199,58 +140,27 @@ def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
     values += batch_keys.rows(handle_matrix)
 
 
-def _mirror(state: IndexState, batch: Batch, resolved: Resolved, handles: np.ndarray, evicted: bool) -> None:
-    """As ``writes.add``: the entries into the resolved buckets (appends run in C, by map), the level
-    counters (per distinct bucket its size before and after the run, one compiled call per kind),
-    then splits. ``evicted``: the cache evicted during the run, so some resolved buckets may have
-    left it (appending to them is harmless; they no longer count in its size)."""
-    cache = state.cache
-    masks = state.layout.filter_masks
-    fps = batch.fps
-    grown = 0
-    sizes = np.zeros((len(batch), len(state.tables)), dtype=np.int64)
-    use = np.zeros((len(state.tables), len(batch)), dtype=np.bool_)
-    for t, column in enumerate(resolved.buckets):
-        if None in column:  # some documents do not append here
-            docs = np.flatnonzero(np.fromiter(map(operator.is_not, column, repeat(None)), np.bool_, len(column)))
-            buckets: list[Bucket] = list(map(column.__getitem__, docs.tolist()))  # type: ignore[arg-type]
-            doc_handles, masked = handles[docs].tolist(), (batch.array[docs] & np.uint64(masks[t])).tolist()
-        else:
-            docs, buckets = slice(None), column  # type: ignore[assignment]
-            doc_handles, masked = handles.tolist(), (batch.array & np.uint64(masks[t])).tolist()
-        if not buckets:
-            continue
-        sizes[docs, t] = np.fromiter(map(len, map(_HANDLES, buckets)), dtype=np.int64, count=len(buckets))
-        use[t, docs] = True
-        deque(map(_array_append, map(_HANDLES, buckets), doc_handles), maxlen=0)
-        deque(map(_array_append, map(_FPS, buckets), masked), maxlen=0)
-        if evicted:
-            positions = range(len(column)) if isinstance(docs, slice) else docs.tolist()
-            grown += sum(cache.buckets.get(_bucket_key(state, batch, t, i)) is b
-                         for i, b in zip(positions, buckets, strict=True))
-        else:
-            grown += len(buckets)
-    if grown:
-        cache.grew_entries(grown)
-    for t, i in _count_growth(state, batch, sizes, use):
-        bucket = resolved.buckets[t][i]
-        key = _bucket_key(state, batch, t, i)
-        if bucket is not None and cache.buckets.get(key) is bucket:  # not evicted since
-            state.tables[t].maybe_split(Leaf(key, bucket, (), None), (fps[i], 0))
-
-
-def _bucket_key(state: IndexState, batch: Batch, t: int, i: int) -> bytes:
-    """The top-level key of document i's bucket in table t."""
-    return state.layout.root_keys(batch.fps[i])[t]
-
-
-def _count_growth(state: IndexState, batch: Batch, sizes: np.ndarray, use: np.ndarray) -> list[tuple[int, int]]:
-    """The level-0 counters for the run's appends to unsplit roots (``kernels.bucket_growth``);
-    returns (table, first document) per bucket reaching ``min_split``."""
+def _mirror(state: IndexState, batch: Batch, resolved: Resolved, handles: np.ndarray) -> None:
+    """As ``writes.add``: the entries into the run's roots in the arena (one compiled call), the level
+    counters (per distinct root its size before and after the run, one compiled call), then splits
+    of the roots that grew enough (taken out of the arena as a ``Bucket`` to split, moved back if the
+    split is refused)."""
+    arena, cache = state.cache.arena, state.cache
+    blocks, use = resolved.blocks, resolved.arena
     if not use.any():
-        return []
-    blocks = np.stack([state.layout.block_values(t, batch.array) for t in range(len(state.tables))])
+        return
+    sizes = arena.length[np.arange(len(blocks))[:, None], blocks]
+    arena.append(blocks, use, state.layout.filter_mask_array[:, None] & batch.array[None, :], handles)
     bins = np.zeros(66, dtype=np.int64)
-    new_buckets, big = bucket_growth(blocks, sizes, use, state.policy.min_split, bins)
+    new_buckets, big = bucket_growth(blocks, sizes.T.copy(), use, state.policy.min_split, bins)
     state.stats.level("simhash", 0).grow(int(use.sum()), new_buckets, bins)
-    return [(p >> 32, p & 0xFFFFFFFF) for p in big.tolist()]
+    for p in big.tolist():
+        t, i = p >> 32, p & 0xFFFFFFFF
+        value, table = int(blocks[t, i]), state.tables[t]
+        key = bytes([t]) + value.to_bytes(cache.top_lens[t] - 1, "big")
+        if table.may_split(int(arena.length[t, value]), cache.refused.get(key, 0), 0):
+            bucket = cache.get(key)
+            assert bucket is not None, "an arena root"
+            table.maybe_split(Leaf(key, bucket, (), None), (batch.fps[i], 0))
+            if not bucket.split and cache.buckets.get(key) is bucket:  # refused: back into the arena
+                cache.adopt(t, value)

@@ -1,26 +1,23 @@
 """The query half of a batch run (batch.py): every document against the index as it was before the
 run, then the pairs inside the run.
 
-SimHash: the k + 1 root buckets of every document come from the cache's slot lists, and one numpy
-pass compares every candidate with its query (the buckets' arrays joined by ``bytes.join``, in C);
-the documents below a split root are descended together, per root (split_batch.py).
+SimHash: one compiled pass compares every document with the entries of its unsplit roots in the
+root arena (batch_roots.py); the documents below a split root are descended together, per root
+(split_batch.py).
 Bands: one compiled call looks every (document, band) of the batch up in the band map. One multi-get
 reads the records of every hit.
 """
 
 from __future__ import annotations
 
-import operator
-from collections import deque
 from collections.abc import Iterable
-from itertools import chain, repeat
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stream.index import split_batch
-from stream.index.buckets import Bucket, SplitBucket
-from stream.index.cache import ROOT_LEAF
+from stream.index.batch_roots import Resolved
 from stream.index.kernels import pairs_within
 from stream.index.query import hits
 from stream.index.records import IndexHit
@@ -28,10 +25,6 @@ from stream.index.state import IndexState
 
 if TYPE_CHECKING:
     from stream.index.batch_data import Batch
-
-_EMPTY = Bucket()  # an uncached root of a complete cache, or a table the document does not use (never written)
-_BUCKET_FPS = operator.attrgetter("fps")
-
 
 def answer_lists(n: int) -> list[list[IndexHit]]:
     """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
@@ -42,20 +35,17 @@ def answer_lists(n: int) -> list[list[IndexHit]]:
     return [[] for _ in range(n)]
 
 
-def query_run(state: IndexState, batch: Batch, first: int | None = None,
-              roots: tuple[list[list[Bucket | None]], SplitRoots] | None = None) -> list[list[IndexHit]]:
+def query_run(state: IndexState, batch: Batch, resolved: Resolved, first: int | None = None) -> list[list[IndexHit]]:
     """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
     run being inserted, its documents hold the handles from ``first`` on and are in the band map
     already (``batch_insert.allocate``): each document's answer also gets the documents before it
-    in the run that its query will find once they are inserted (``query_insert_many``). ``roots``:
-    the run's resolved root buckets (``batch_insert.resolve``: None where a document does not use
-    the table or its root is split) and the documents below split roots; without, they are looked
-    up here, and absent roots are not created."""
+    in the run that its query will find once they are inserted (``query_insert_many``).
+    ``resolved``: the run's root buckets (batch_roots.py)."""
     answers = answer_lists(len(batch))
     near: dict[int, set[int]] = {}
     band: dict[int, dict[int, list[int]]] = {}
     run_band: set[tuple[int, int]] = set()
-    _simhash_candidates(state, batch, near, roots)
+    _simhash_candidates(state, batch, near, resolved)
     if state.layout.bands:
         _band_candidates(state, batch, band, first, run_band)
     _index_hits(state, batch, near, band, answers)
@@ -76,86 +66,17 @@ def _index_hits(state: IndexState, batch: Batch, near: dict[int, set[int]], band
             answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
 
 
-SplitRoots = dict[tuple[int, int], tuple[bytes, SplitBucket, list[int]]]
-
-
-def split_roots(state: IndexState, batch: Batch, t: int, positions: list[int],
-                column: list[Bucket | None]) -> SplitRoots:
-    """Of the documents at ``positions`` (each uses table t; ``column``: their cached roots by
-    position, None if not cached), those whose root is split, by root: (t, block) -> (root key,
-    root, documents). Uncached roots are loaded into ``column``."""
-    table = state.tables[t]
-    low, mask = state.layout.blocks[t]
-    out: SplitRoots = {}
-    loaded: dict[int, Bucket] = {}  # once per bucket: a second load could make a second object
-    for i in positions:
-        bucket = column[i]
-        block = (batch.fps[i] >> low) & mask
-        if bucket is None:  # loads it (the cache may have let it go)
-            bucket = loaded.get(block)
-            if bucket is None:
-                bucket = loaded[block] = table.bucket(table.root_key((batch.fps[i], 0)))
-            column[i] = bucket
-        if bucket.split:
-            assert isinstance(bucket, SplitBucket)
-            out.setdefault((t, block), (table.root_key((batch.fps[i], 0)), bucket, []))[2].append(i)
-    return out
-
-
-def _root_columns(state: IndexState, batch: Batch) -> tuple[list[list[Bucket]], SplitRoots]:
-    """Per SimHash table the root bucket of each document (``_EMPTY`` where it uses no such table,
-    where the bucket is known empty or split), and the documents below split roots."""
-    assert state.root_slots is not None
-    cache = state.cache
-    columns: list[list[Bucket]] = []
-    below: SplitRoots = {}
-    for t, (slots, _, _) in enumerate(state.root_slots):
-        blocks = state.layout.block_values(t, batch.array)
-        column = list(map(slots.__getitem__, blocks.tolist()))
-        states = cache.root_states[t]
-        assert states is not None  # a table with slots has them
-        odd = np.flatnonzero(~(batch.part[:, t] & (states[blocks] == ROOT_LEAF))).tolist()
-        if odd:
-            used = [i for i in odd if batch.part[i, t] and not (column[i] is None and cache.complete)]
-            below.update(split_roots(state, batch, t, used, column))
-            for i in odd:
-                bucket = column[i]
-                if bucket is None or bucket.split or not batch.part[i, t]:
-                    column[i] = _EMPTY
-        columns.append(column)  # type: ignore[arg-type]  # no None is left
-    return columns, below
-
-
-def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]],
-                        roots: tuple[list[list[Bucket | None]], SplitRoots] | None) -> None:
-    """Handles whose stored bits lie within k of each document (``near``), by one numpy pass over the
-    unsplit roots and one descent per split root (split_batch.py); the buckets' recency stamps and
-    the candidate statistics as ``query`` keeps them."""
-    if roots is None:
-        columns, below = _root_columns(state, batch)
-    else:
-        columns = [[_EMPTY if b is None else b for b in column] for column in roots[0]]
-        below = roots[1]
-    cache = state.cache
-    cache.clock += 1
-    for column in columns:
-        deque(map(setattr, column, repeat("used"), repeat(cache.clock)), maxlen=0)
-    n, tables = len(batch), len(columns)
-    cache.hits += n * tables
-    fps_columns = [list(map(_BUCKET_FPS, column)) for column in columns]
-    buckets = list(chain.from_iterable(zip(*fps_columns, strict=True)))  # document by document
-    lengths = np.fromiter(map(len, buckets), dtype=np.int64, count=len(buckets))
-    candidates = np.frombuffer(b"".join(buckets), dtype=np.uint64)
-    queries = (batch.array[:, None] & state.layout.filter_mask_array[None, :]).ravel()  # as the entries keep them
-    sizes = lengths.reshape(n, tables).sum(axis=1)
-    matches = np.flatnonzero(np.bitwise_count(candidates ^ np.repeat(queries, lengths)) <= state.layout.k)
-    if len(matches):
-        ends = np.cumsum(lengths)
-        bucket_of = np.searchsorted(ends, matches, side="right")  # (document, table) of each match
-        positions = (matches - (ends[bucket_of] - lengths[bucket_of])).tolist()
-        for b, position in zip(bucket_of.tolist(), positions, strict=True):
-            i, t = divmod(b, tables)
-            near.setdefault(i, set()).add(columns[t][i].handles[position])
+def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]], resolved: Resolved) -> None:
+    """Handles whose stored bits lie within k of each document (``near``), by one compiled pass over
+    the unsplit roots in the arena and one descent per split root (split_batch.py), and the
+    candidate statistics as ``query`` keeps them."""
+    arena = state.cache.arena
+    blocks, use, below = resolved.blocks, resolved.arena, resolved.below
+    queries = state.layout.filter_mask_array[:, None] & batch.array[None, :]  # as the entries keep them
+    found, handles = arena.within(blocks, use, queries, state.layout.k)
+    for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
+        near.setdefault(i, set()).add(handle)
+    sizes = (arena.length[np.arange(len(blocks))[:, None], blocks] * use).sum(axis=0)
     for (t, _), (root_key, root, docs) in below.items():  # below split roots: leaves hold whole fps
         at = np.array(docs, dtype=np.int64)
         visits = split_batch.descend(state.tables[t], root_key, root, at, batch.array[at])

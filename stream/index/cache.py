@@ -6,9 +6,11 @@ from collections import deque
 
 import numpy as np
 
+from stream.index.arena import RootArena
 from stream.index.buckets import Bucket
 
-ROOT_ABSENT, ROOT_LEAF, ROOT_SPLIT = 0, 1, 2  # BucketCache.root_states: not cached, a leaf, split
+# BucketCache.root_states: not cached, a leaf (a Bucket), split, a leaf in the root arena
+ROOT_ABSENT, ROOT_LEAF, ROOT_SPLIT, ROOT_ARENA = 0, 1, 2, 3
 
 
 class RootFilter:
@@ -73,6 +75,11 @@ class BucketCache:
     ``slots(table, top_len)`` also files a table's top-level buckets in a list indexed by block value
     (tables whose top block fits in 2 bytes): the index's common query reads its k + 1 roots by list
     index instead of building keys and hashing them (docs/index.md, "Decisions").
+
+    Unsplit roots of those tables may instead live in ``arena`` (``RootArena``, state ``ROOT_ARENA``,
+    no slot object), where the batch calls put them (``adopt``, ``add_arena_roots``); ``get`` takes one
+    out as a ``Bucket`` for everything else. While ``pinned`` (a batch between resolving its roots and
+    appending to them) eviction leaves the arena alone.
     """
 
     BUCKET_BYTES = 360
@@ -105,12 +112,15 @@ class BucketCache:
         self.hits = 0
         self.misses = 0
         self.evictions = 0  # calls of _evict: a batch knows whether buckets it resolved may have left
+        self.arena = RootArena()
+        self.pinned = False
 
     def __len__(self) -> int:
-        return len(self.buckets)
+        return len(self.buckets) + sum(int((states == ROOT_ARENA).sum()) for states in self.root_states
+                                       if states is not None)
 
     def __contains__(self, key: bytes) -> bool:
-        return key in self.buckets
+        return key in self.buckets or self._arena_slot(key) is not None
 
     def slots(self, table_id: int, top_len: int) -> list[Bucket | None] | None:
         """File ``table_id``'s top-level buckets (keys ``table(1) + top(top_len)``) by block value;
@@ -124,6 +134,7 @@ class BucketCache:
         self.roots[table_id] = slots
         self.root_states[table_id] = np.full(len(slots), ROOT_ABSENT, dtype=np.int8)
         self.top_lens[table_id] = 1 + top_len
+        self.arena.add_table(table_id, len(slots))
         for key, bucket in self.buckets.items():
             self._file(key, bucket)
         return slots
@@ -136,13 +147,15 @@ class BucketCache:
 
     @property
     def size_bytes(self) -> int:
-        return self.BUCKET_BYTES * len(self.buckets) + self.ENTRY_BYTES * self._entries
+        return self.BUCKET_BYTES * len(self.buckets) + self.ENTRY_BYTES * self._entries + self.arena.size_bytes
 
     def get(self, key: bytes) -> Bucket | None:
         bucket = self.buckets.get(key)
         if bucket is None:
-            self.misses += 1
-            return None
+            bucket = self._from_arena(key)
+            if bucket is None:
+                self.misses += 1
+                return None
         self.hits += 1
         self.clock += 1
         bucket.used = self.clock
@@ -158,6 +171,8 @@ class BucketCache:
         old = self.buckets.pop(key, None)
         if old is not None:
             self._entries -= len(old)
+        elif (in_arena := self._arena_slot(key)) is not None:
+            self.arena.drop(*in_arena)
         self.buckets[key] = bucket
         self.clock += 1
         bucket.used = self.clock
@@ -169,22 +184,55 @@ class BucketCache:
         if evict:
             self.settle()
 
-    def add_empty_roots(self, table_id: int, values: list[int]) -> list[Bucket]:
-        """Cache a new, empty top-level bucket for each block value of a table with slots: what
-        ``put`` of each does, at once (a batch of new documents meets ~2 new roots each at 120k)."""
+    def add_arena_roots(self, table_id: int, values: np.ndarray) -> None:
+        """New, empty top-level buckets for block values of a table with slots, in the arena."""
+        states = self.root_states[table_id]
+        assert states is not None, "a table with slots"
+        states[values] = ROOT_ARENA
+        self.misses += len(values)
+
+    def adopt(self, table_id: int, value: int) -> None:
+        """Move the cached unsplit top-level bucket (table, block value) into the arena."""
         slots, states = self.roots[table_id], self.root_states[table_id]
         assert slots is not None and states is not None, "a table with slots"
-        prefix, top_len = bytes([table_id]), self.top_lens[table_id] - 1
+        bucket = slots[value]
+        assert bucket is not None and not bucket.split, "a cached leaf"
+        key = bytes([table_id]) + value.to_bytes(self.top_lens[table_id] - 1, "big")
+        del self.buckets[key]
+        self._entries -= len(bucket)
+        slots[value] = None
+        states[value] = ROOT_ARENA
+        self.arena.push(table_id, value, np.frombuffer(bucket.handles, dtype=np.uint64),
+                        np.frombuffer(bucket.fps, dtype=np.uint64))
+
+    def touch_arena(self, table_id: int, values: np.ndarray) -> None:
+        """Arena roots were used now (recency for eviction)."""
         self.clock += 1
-        made = [Bucket() for _ in values]
-        for value, bucket in zip(values, made, strict=True):
-            bucket.used = self.clock
-            self.buckets[prefix + value.to_bytes(top_len, "big")] = bucket
-            slots[value] = bucket
-        states[values] = ROOT_LEAF
-        self.misses += len(values)
-        self.settle()
-        return made
+        self.arena.used[table_id, values] = self.clock
+        self.hits += len(values)
+
+    def _arena_slot(self, key: bytes) -> tuple[int, int] | None:
+        """(table, block value) of ``key`` if it names a root in the arena."""
+        if not key or self.top_lens.get(key[0]) != len(key) or key[0] >= len(self.root_states):
+            return None
+        states = self.root_states[key[0]]
+        value = int.from_bytes(key[1:], "big")
+        return (key[0], value) if states is not None and states[value] == ROOT_ARENA else None
+
+    def _from_arena(self, key: bytes) -> Bucket | None:
+        """The arena root ``key`` taken out as a cached ``Bucket`` (None: not in the arena)."""
+        in_arena = self._arena_slot(key)
+        if in_arena is None:
+            return None
+        handles, fps = self.arena.release(*in_arena)
+        bucket = Bucket()
+        bucket.handles.frombytes(handles.tobytes())
+        bucket.fps.frombytes(fps.tobytes())
+        bucket.refused_at = self.refused.get(key, 0)
+        self.buckets[key] = bucket
+        self._entries += len(bucket)
+        self._file(key, bucket)
+        return bucket
 
     def settle(self) -> None:
         """Evict down to the bound if the cache is over it."""
@@ -231,6 +279,7 @@ class BucketCache:
         self.dealt.clear()
         self.refused.clear()
         self._entries = 0
+        self.arena.clear()
         for slots, states in zip(self.roots, self.root_states, strict=True):
             if slots is not None and states is not None:
                 slots[:] = [None] * len(slots)
@@ -259,27 +308,61 @@ class BucketCache:
             self._forget_dealt(key, key[: top_lens[key[0]]])
         if self.size_bytes <= target:
             return  # the cache still holds every top-level bucket it held
+        arena_roots = self._arena_roots()
         if self.complete and self.root_filter is not None:
-            # while complete, misses skipped the filter: it learns every cached root now, once
-            for cached in self.buckets:
-                if self.top_lens.get(cached[0]) == len(cached):
-                    self.root_filter.add(cached)
-        by_age = sorted(self.buckets.items(), key=lambda item: item[1].used)
+            self._learn_roots(self.root_filter, arena_roots)
+        aged: list[tuple[int, bytes | tuple[int, int]]] = [(bucket.used, key) for key, bucket in self.buckets.items()]
+        if not self.pinned:
+            aged += [(used, (t, value)) for t, values, stamps in arena_roots
+                     for value, used in zip(values.tolist(), stamps.tolist(), strict=True)]
+        aged.sort(key=lambda item: item[0])
         # never the newest top-level bucket: it is being used (a descent, or a load)
-        newest = next((key for key, _ in reversed(by_age) if len(key) == top_lens.get(key[0], len(key))), None)
-        for key, bucket in by_age:
+        newest = next((name for _, name in reversed(aged)
+                       if isinstance(name, bytes) and len(name) == top_lens.get(name[0], len(name))), None)
+        for _, name in aged:
             if self.size_bytes <= target:
                 break
-            if key not in self.buckets or key == newest:
-                continue
-            top_len = top_lens.get(key[0], len(key))
-            if len(key) > top_len:
-                root = key[:top_len]
-                if bucket.split and root in self.buckets:
-                    continue  # a split node goes with its top-level bucket: writes walk them
-                self._forget_dealt(key, root)  # or left behind by an eviction during a descent
-            else:
-                self._forget(key)
-                self._file(key, None)
-                self.drop_subtree(key)
+            if isinstance(name, tuple):  # an arena root: (table, block value)
+                self._drop_arena_root(*name)
+            elif name != newest:
+                self._evict_bucket(name)
+
+    def _evict_bucket(self, key: bytes) -> None:
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            return
+        top_len = self.top_lens.get(key[0], len(key))
+        if len(key) > top_len:
+            root = key[:top_len]
+            if bucket.split and root in self.buckets:
+                return  # a split node goes with its top-level bucket: writes walk them
+            self._forget_dealt(key, root)  # or left behind by an eviction during a descent
+        else:
+            self._forget(key)
+            self._file(key, None)
+            self.drop_subtree(key)
+        self.complete = False
+
+    def _learn_roots(self, root_filter: RootFilter, arena_roots: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """While complete, misses skipped the filter: it learns every cached root at the first eviction."""
+        for cached in self.buckets:
+            if self.top_lens.get(cached[0]) == len(cached):
+                root_filter.add(cached)
+        for t, values, _ in arena_roots:
+            root_filter.add_tops(t, self.top_lens[t] - 1, values.astype(np.uint64))
+
+    def _arena_roots(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Per table with slots: (table, block values of its arena roots, their recency stamps)."""
+        out = []
+        for t, states in enumerate(self.root_states):
+            if states is not None:
+                values = np.flatnonzero(states == ROOT_ARENA)
+                out.append((t, values, self.arena.used[t, values]))
+        return out
+
+    def _drop_arena_root(self, table_id: int, value: int) -> None:
+        states = self.root_states[table_id]
+        if states is not None and states[value] == ROOT_ARENA:
+            self.arena.drop(table_id, value)
+            states[value] = ROOT_ABSENT
             self.complete = False

@@ -133,3 +133,98 @@ def bucket_growth(blocks, before, use, min_split, bins):  # type: ignore[no-unty
                 big[found] = (t << 32) | first
                 found += 1
     return new_buckets, big[:found]
+
+
+# The root arena's chains (arena.py): per table t and block value b a chain of pool entries, newest
+# first: ``head[t, b]`` its first entry (-1: none), ``nxt[e]`` the next, ``efp``/``ehandle`` the
+# entry's masked fingerprint and handle, ``length[t, b]`` how many.
+
+
+@njit(cache=True)
+def chain_within(head, nxt, efp, ehandle, blocks, use, queries, k, out):  # type: ignore[no-untyped-def]
+    """Entries within k bits of ``queries[t, i]`` in chain ``(t, blocks[t, i])`` for each ``use[t, i]``:
+    writes document i to ``out[c]`` and the entry's handle to ``out[half + c]`` (half = len(out) // 2)
+    while there is room; returns how many there are."""
+    tables, n = blocks.shape
+    half = len(out) // 2
+    count = 0
+    for i in range(n):
+        for t in range(tables):
+            if not use[t, i]:
+                continue
+            q = queries[t, i]
+            e = head[t, blocks[t, i]]
+            while e >= 0:
+                if _popcount(efp[e] ^ q) <= k:
+                    if count < half:
+                        out[count] = i
+                        out[half + count] = ehandle[e]
+                    count += 1
+                e = nxt[e]
+    return count
+
+
+@njit(cache=True)
+def chain_append(head, length, nxt, efp, ehandle, top, blocks, use, values, handles):  # type: ignore[no-untyped-def]
+    """Entry (``handles[i]``, ``values[t, i]``) onto chain ``(t, blocks[t, i])`` for each ``use[t, i]``,
+    document by document, from pool slot ``top`` on (the caller made room); returns the new top."""
+    tables, n = blocks.shape
+    for i in range(n):
+        for t in range(tables):
+            if use[t, i]:
+                b = blocks[t, i]
+                nxt[top] = head[t, b]
+                efp[top] = values[t, i]
+                ehandle[top] = handles[i]
+                head[t, b] = top
+                length[t, b] += 1
+                top += 1
+    return top
+
+
+@njit(cache=True)
+def chain_push(head, length, nxt, efp, ehandle, top, t, b, handles, fps):  # type: ignore[no-untyped-def]
+    """Entries (``handles[j]``, ``fps[j]``) onto chain (t, b) in order, from pool slot ``top`` on."""
+    for j in range(len(handles)):
+        nxt[top] = head[t, b]
+        efp[top] = fps[j]
+        ehandle[top] = handles[j]
+        head[t, b] = top
+        top += 1
+    length[t, b] += len(handles)
+    return top
+
+
+@njit(cache=True)
+def chain_collect(head, nxt, efp, ehandle, t, b, out_handles, out_fps):  # type: ignore[no-untyped-def]
+    """Chain (t, b)'s entries into the outputs (its length), oldest first."""
+    e = head[t, b]
+    j = len(out_handles)
+    while e >= 0:
+        j -= 1
+        out_handles[j] = ehandle[e]
+        out_fps[j] = efp[e]
+        e = nxt[e]
+
+
+@njit(cache=True)
+def chain_compact(head, length, nxt, efp, ehandle, new_nxt, new_fps, new_handles):  # type: ignore[no-untyped-def]
+    """Every chain copied into the new pools, each in one run of slots (order kept); returns the new top."""
+    tables, width = head.shape
+    top = 0
+    for t in range(tables):
+        for b in range(width):
+            e = head[t, b]
+            if e < 0:
+                continue
+            n = length[t, b]
+            j = top + n - 1  # the newest entry goes last, linked down to the oldest
+            while e >= 0:
+                new_fps[j] = efp[e]
+                new_handles[j] = ehandle[e]
+                new_nxt[j] = j - 1 if j > top else -1
+                j -= 1
+                e = nxt[e]
+            head[t, b] = top + n - 1
+            top += n
+    return top

@@ -281,15 +281,20 @@ class BucketTable:
                 if node.remove(handle):
                     self.cache.grew(key, -1)
 
+    def may_split(self, size: int, refused_at: int, level: int) -> bool:
+        """Whether a bucket of ``size`` entries at ``level``, refused at ``refused_at`` (0: never),
+        passes the checks ``maybe_split`` makes before any work."""
+        if size < self.policy.min_split:  # the common case, decided before any other work
+            return False
+        if not self.policy.wants(size, self.stats.level_mean(self.kind, level)):
+            return False
+        return not (refused_at and size < 2 * refused_at)
+
     def maybe_split(self, leaf: Leaf, source: BlockSource) -> int:
         """Split ``leaf`` (and, recursively, its children) if the policy says so; returns splits made."""
         bucket, level = leaf.bucket, len(leaf.path)
         size = len(bucket.handles)
-        if size < self.policy.min_split:  # the common case, decided before any other work
-            return 0
-        if not self.policy.wants(size, self.stats.level_mean(self.kind, level)):
-            return 0
-        if bucket.refused_at and size < 2 * bucket.refused_at:
+        if not self.may_split(size, bucket.refused_at, level):
             return 0
         state = leaf.state = leaf.state if leaf.state is not None else self._state_at(source, leaf.path)
         groups = self.scheme.groups(state)

@@ -182,14 +182,15 @@ def test_batch_key_columns_match_the_scalar_code() -> None:
 def test_a_fresh_index_skips_scans_until_it_evicts() -> None:
     """An index that began on an empty store of its own knows every bucket (a miss is an empty one)
     until its cache first evicts; from then on misses read the store, and answers stay exact."""
-    index = BlockIndex(k=3, cache_bytes=150_000)  # ~400 root buckets
+    index = BlockIndex(k=3, cache_bytes=30_000)  # ~600 entries in the root arena
     scans = count_scans(index.store)
     docs = make_set(4, 3, 300, "uniform")
     ids = list(docs)
     index.insert_many([docs[d] for d in ids[:40]], ids[:40])
     assert index.cache.complete and scans == []
-    index.insert_many([docs[d] for d in ids[40:]], ids[40:])
-    assert not index.cache.complete and scans  # evicted, then read evicted buckets back
+    for start in range(40, len(ids), 50):
+        index.insert_many([docs[d] for d in ids[start:start + 50]], ids[start:start + 50])
+    assert not index.cache.complete and scans  # evicted, then read the store for buckets not cached
     for query in list(docs.values())[:60]:
         assert {h.doc_id: h.distance for h in index.query(query)} == brute_force(docs, query, 3)
 

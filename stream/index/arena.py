@@ -1,0 +1,131 @@
+"""The cached unsplit top-level buckets of the slot tables, as entry chains in numpy (``RootArena``).
+
+A batch of 512 documents meets ~2,000 root buckets (k + 1 per document), and as ``Bucket`` objects
+each cost Python work per (document, table): find it, create it, stamp it, join its arrays for the
+candidate filter, append to it, count it: ~10 us per document on the product stream. Here every root
+is a chain of entries in three pool arrays (next, masked fingerprint, handle), and one compiled call
+filters a batch's candidates or appends its entries (docs/index.md, "Root arena").
+
+The cache (``BucketCache``) decides which roots live here (state ``ROOT_ARENA``); anything that needs
+a root as a ``Bucket`` (the one-document path, deletes, a split) takes it out first (``release``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stream.index.kernels import chain_append, chain_collect, chain_compact, chain_push, chain_within
+
+
+class RootArena:
+    """Per table and block value a chain of entries (newest first) with its length and the cache
+    clock at its last use. A root that leaves (``release``, ``drop``) leaves garbage in the pools;
+    they are compacted when it outgrows the live entries."""
+
+    ENTRY_BYTES = 48  # three 8-byte items per entry, pools doubling when full
+    MIN_GARBAGE = 1 << 16  # below this, garbage is left in place (compaction copies every live entry)
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.head = np.full((0, 0), -1, dtype=np.int64)
+        self.length = np.zeros((0, 0), dtype=np.int64)
+        self.used = np.zeros((0, 0), dtype=np.int64)
+        self._next = np.empty(capacity, dtype=np.int64)
+        self._fps = np.empty(capacity, dtype=np.uint64)
+        self._handles = np.empty(capacity, dtype=np.uint64)
+        self.top = 0  # pool slots in use, garbage included
+        self.live = 0  # entries in chains
+        self.compactions = 0
+        self._out = np.empty(1 << 14, dtype=np.int64)  # chain_within's output
+
+    def add_table(self, table_id: int, width: int) -> None:
+        """Room for table ``table_id``'s roots (``width`` block values); only while empty."""
+        assert self.live == 0, "tables are added before any entry"
+        tables = max(self.head.shape[0], table_id + 1)
+        width = max(self.head.shape[1], width)
+        self.head = np.full((tables, width), -1, dtype=np.int64)
+        self.length = np.zeros((tables, width), dtype=np.int64)
+        self.used = np.zeros((tables, width), dtype=np.int64)
+
+    @property
+    def size_bytes(self) -> int:
+        return self.ENTRY_BYTES * self.live
+
+    def sizes(self, table_id: int, values: np.ndarray) -> np.ndarray:
+        return self.length[table_id, values]
+
+    def within(self, blocks: np.ndarray, use: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, handles) of the entries within k bits of their query: document i against the
+        root ``blocks[t, i]`` of each table t where ``use[t, i]``, as ``queries[t, i]`` (its masked
+        fingerprint)."""
+        out = self._out
+        count = chain_within(self.head, self._next, self._fps, self._handles, blocks, use, queries, k, out)
+        if 2 * count > len(out):  # more than its room: again, with room
+            out = self._out = np.empty(4 * count, dtype=np.int64)
+            chain_within(self.head, self._next, self._fps, self._handles, blocks, use, queries, k, out)
+        half = len(out) // 2
+        return out[:count].copy(), out[half:half + count].view(np.uint64).copy()
+
+    def append(self, blocks: np.ndarray, use: np.ndarray, values: np.ndarray, handles: np.ndarray) -> None:
+        """Append to root ``blocks[t, i]`` of table t the entry (``handles[i]``, ``values[t, i]``)
+        for each document i and table t with ``use[t, i]``, document by document."""
+        count = int(use.sum())
+        self._reserve(count)
+        self.top = chain_append(self.head, self.length, self._next, self._fps, self._handles, self.top,
+                                blocks, use, values, handles)
+        self.live += count
+
+    def push(self, table_id: int, value: int, handles: np.ndarray, fps: np.ndarray) -> None:
+        """Append entries to one root, in order."""
+        self._reserve(len(handles))
+        self.top = chain_push(self.head, self.length, self._next, self._fps, self._handles, self.top,
+                              table_id, value, handles, fps)
+        self.live += len(handles)
+
+    def release(self, table_id: int, value: int) -> tuple[np.ndarray, np.ndarray]:
+        """A root's entries (handles, masked fingerprints) in the order they came; the root leaves."""
+        n = int(self.length[table_id, value])
+        handles = np.empty(n, dtype=np.uint64)
+        fps = np.empty(n, dtype=np.uint64)
+        chain_collect(self.head, self._next, self._fps, self._handles, table_id, value, handles, fps)
+        self.drop(table_id, value)
+        return handles, fps
+
+    def drop(self, table_id: int, value: int) -> None:
+        """The root leaves with its entries (they stay in the store)."""
+        self.live -= int(self.length[table_id, value])
+        self.head[table_id, value] = -1
+        self.length[table_id, value] = 0
+
+    def clear(self) -> None:
+        self.head[:] = -1
+        self.length[:] = 0
+        self.top = self.live = 0
+
+    def _reserve(self, count: int) -> None:
+        """Room for ``count`` more entries: compacted if garbage outgrew the live entries, else grown."""
+        if self.top + count <= len(self._next):
+            return
+        garbage = self.top - self.live
+        if garbage > max(self.live, self.MIN_GARBAGE):
+            self._compact(self.live + count)
+        if self.top + count > len(self._next):
+            self._grow(max(2 * len(self._next), self.top + count))
+
+    def _grow(self, capacity: int) -> None:
+        for name in ("_next", "_fps", "_handles"):
+            old = getattr(self, name)
+            new = np.empty(capacity, dtype=old.dtype)
+            new[: self.top] = old[: self.top]
+            setattr(self, name, new)
+
+    @property
+    def capacity(self) -> int:
+        return len(self._next)
+
+    def _compact(self, need: int) -> None:
+        self.compactions += 1
+        capacity = max(len(self._next), 2 * need)
+        pools = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.uint64),
+                 np.empty(capacity, dtype=np.uint64))
+        self.top = chain_compact(self.head, self.length, self._next, self._fps, self._handles, *pools)
+        self._next, self._fps, self._handles = pools

@@ -1,0 +1,105 @@
+"""The root arena: chains equal to a plain model through appends, releases, drops and compactions, and
+an index whose roots move between the arena and ``Bucket`` objects answering exactly."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from stream.index import BlockIndex
+from stream.index.arena import RootArena
+
+from .helpers import brute_force
+
+
+def _arena(tables: int = 2, width: int = 8) -> RootArena:
+    arena = RootArena(capacity=16)
+    for t in range(tables):
+        arena.add_table(t, width)
+    arena.MIN_GARBAGE = 4  # compact as soon as garbage outgrows the live entries
+    return arena
+
+
+def test_chains_equal_a_model_through_appends_releases_and_compactions() -> None:
+    rng = random.Random(3)
+    arena = _arena()
+    model: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    next_handle = peak = 0
+    for step in range(400):
+        action = rng.random()
+        if action < 0.6:  # a batch of documents, one root per table each
+            n = rng.randint(1, 12)
+            blocks = np.array([[rng.randrange(8) for _ in range(n)] for _ in range(2)], dtype=np.int64)
+            use = np.array([[rng.random() < 0.8 for _ in range(n)] for _ in range(2)], dtype=np.bool_)
+            values = np.array([[rng.getrandbits(63) for _ in range(n)] for _ in range(2)], dtype=np.uint64)
+            handles = np.arange(next_handle, next_handle + n, dtype=np.uint64)
+            next_handle += n
+            arena.append(blocks, use, values, handles)
+            for i in range(n):
+                for t in range(2):
+                    if use[t, i]:
+                        model.setdefault((t, int(blocks[t, i])), []).append((int(handles[i]), int(values[t, i])))
+        else:
+            t, b = rng.randrange(2), rng.randrange(8)
+            if action < 0.8:
+                handles, fps = arena.release(t, b)
+                assert list(zip(handles.tolist(), fps.tolist(), strict=True)) == model.pop((t, b), [])
+            else:
+                arena.drop(t, b)
+                model.pop((t, b), None)
+        assert arena.live == sum(map(len, model.values())), step
+        peak = max(peak, arena.live)
+    assert arena.compactions > 0 and arena.capacity <= 4 * (peak + 24)  # compacted rather than grown
+    for (t, b), entries in model.items():
+        assert arena.length[t, b] == len(entries)
+        handles, fps = arena.release(t, b)
+        assert list(zip(handles.tolist(), fps.tolist(), strict=True)) == entries
+
+
+def test_within_finds_exactly_the_entries_within_k() -> None:
+    rng = random.Random(4)
+    arena = _arena(tables=1, width=4)
+    values = np.array([[rng.getrandbits(64) for _ in range(300)]], dtype=np.uint64)
+    blocks = np.array([[rng.randrange(4) for _ in range(300)]], dtype=np.int64)
+    arena.append(blocks, np.ones((1, 300), dtype=np.bool_), values, np.arange(300, dtype=np.uint64))
+    queries = np.array([[int(v) ^ (1 << rng.randrange(64)) for v in values[0, :50].tolist()]], dtype=np.uint64)
+    query_blocks = blocks[:, :50]
+    docs, handles = arena.within(query_blocks, np.ones((1, 50), dtype=np.bool_), queries, 3)
+    found = set(zip(docs.tolist(), handles.tolist(), strict=True))
+    expected = {(i, e) for i in range(50) for e in range(300)
+                if blocks[0, e] == query_blocks[0, i] and (int(values[0, e]) ^ int(queries[0, i])).bit_count() <= 3}
+    assert found == expected and len(found) >= 50  # each query is within 1 bit of its own entry
+
+
+def test_roots_move_between_the_arena_and_the_one_document_path_exactly() -> None:
+    """Batches put roots in the arena; a one-document insert, query or delete takes them out as
+    buckets, the next batch moves them back; a small cache evicts arena roots and reads them back
+    from the store. Every answer equals brute force."""
+    rng = random.Random(9)
+    index = BlockIndex(k=3, cache_bytes=40_000, min_split=64)
+    docs: dict[str, int] = {}
+    hot = rng.getrandbits(16) << 48
+    for step in range(30):
+        batch = {f"b{step}-{i}": (hot | rng.getrandbits(48)) if i % 3 == 0 else rng.getrandbits(64)
+                 for i in range(40)}
+        if docs:  # near copies of earlier documents, inside the batch too
+            for i, old in enumerate(rng.sample(sorted(docs.values()), 5)):
+                batch[f"n{step}-{i}"] = old ^ (1 << rng.randrange(64))
+        answers = index.query_insert_many(list(batch.values()), list(batch))
+        seen = dict(docs)
+        for (doc, fp), hits in zip(batch.items(), answers, strict=True):
+            assert {h.doc_id: h.distance for h in hits} == brute_force(seen, fp, 3), (step, doc)
+            seen[doc] = fp
+        docs = seen
+        one = rng.choice(sorted(docs))  # the one-document path on roots the batch left in the arena
+        assert {h.doc_id: h.distance for h in index.query(docs[one])} == brute_force(docs, docs[one], 3)
+        index.delete(one)
+        del docs[one]
+        extra = rng.choice(sorted(docs.values())) ^ 0b101
+        index.insert(extra, f"x{step}")
+        docs[f"x{step}"] = extra
+    assert not index.cache.complete  # the cache evicted on the way
+    for fp in rng.sample(sorted(docs.values()), 60):
+        assert {h.doc_id: h.distance for h in index.query(fp)} == brute_force(docs, fp, 3)
+    assert index.stats().splits > 0
