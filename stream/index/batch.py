@@ -69,7 +69,7 @@ def _run_batch(state: IndexState, batch: Batch, with_query: bool) -> list[list[I
     for stop in [*slow, len(batch)]:
         if stop > start:
             run = batch.slice(start, stop)
-            first = batch_insert.allocate(state, run)  # the run's handles; its band values are mapped
+            first = batch_insert.allocate(state, run, with_query)  # the run's handles
             with _pinned(state):
                 resolved = batch_roots.resolve(state, run, create=True)  # what its query reads, its insert appends to
                 if with_query:

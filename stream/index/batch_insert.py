@@ -33,17 +33,18 @@ from stream.index.table import ENTRY_TAG, Leaf
 if TYPE_CHECKING:
     from stream.index.batch_data import Batch
 
-def allocate(state: IndexState, batch: Batch) -> int:
+def allocate(state: IndexState, batch: Batch, queried: bool) -> int:
     """Handles for the documents of a run (the first is returned, the others follow in order), and
-    their entries in the band map: the run's queries tell its own documents by their handles
-    (batch_query), and the records that name them are written later."""
+    their entries in the band map unless the run is ``queried`` (its query adds them as it finds,
+    batch_query.py): the run's queries tell its own documents by their handles, and the records
+    that name them are written later."""
     n = len(batch)
     start = state.handles.take(n)
     reservation = state.handles.reservation()
     if reservation is not None:
         state.kv.put(*reservation)  # before any entry uses them
     k = state.layout.k
-    if state.layout.bands:
+    if state.layout.bands and not queried:
         rows, cols = np.nonzero(batch.part[:, k + 1 :])
         handles = np.arange(start, start + n, dtype=np.uint64)
         state.band_map.add_many(cols + (k + 1), batch.values[rows, cols], handles[rows])

@@ -37,9 +37,9 @@ def answer_lists(n: int) -> list[list[IndexHit]]:
 
 def query_run(state: IndexState, batch: Batch, resolved: Resolved, first: int | None = None) -> list[list[IndexHit]]:
     """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
-    run being inserted, its documents hold the handles from ``first`` on and are in the band map
-    already (``batch_insert.allocate``): each document's answer also gets the documents before it
-    in the run that its query will find once they are inserted (``query_insert_many``).
+    run being inserted, its documents hold the handles from ``first`` on (``batch_insert.allocate``)
+    and enter the band map here: each document's answer also gets the documents before it in the
+    run that its query will find once they are inserted (``query_insert_many``).
     ``resolved``: the run's root buckets (batch_roots.py)."""
     answers = answer_lists(len(batch))
     near: dict[int, set[int]] = {}
@@ -91,11 +91,16 @@ def _band_candidates(state: IndexState, batch: Batch, band: dict[int, dict[int, 
                      run_band: set[tuple[int, int]]) -> None:
     """Per document, handle -> the band columns under whose tag the band map holds it (``query.hits``
     checks the value in the record), for the band tables each document uses: one compiled call.
-    Handles from ``first`` on are the run's own documents: (i, j) into ``run_band`` for each
-    earlier document j that has document i's value in a band table both use."""
+    With ``first`` (a run being inserted) the run's values enter the map as they are looked up, its
+    documents holding the handles from ``first`` on: (i, j) into ``run_band`` for each earlier
+    document j of the run that has document i's value in a band table both use."""
     k = state.layout.k
     rows, cols = np.nonzero(batch.part[:, k + 1 :])
-    where, found = state.band_map.find_many(cols + (k + 1), batch.values[rows, cols])
+    if first is None:
+        where, found = state.band_map.find_many(cols + (k + 1), batch.values[rows, cols])
+    else:  # the run's values go into the map as they are looked up, document by document
+        where, found = state.band_map.find_add_many(cols + (k + 1), batch.values[rows, cols],
+                                                    rows.astype(np.uint64) + np.uint64(first))
     docs, columns = rows[where], cols[where]
     if first is not None:
         own = found >= np.uint64(first)

@@ -49,3 +49,31 @@ def test_band_map_keeps_every_entry_through_growth_and_removals() -> None:
     hot = np.array([4]), np.array([12345], dtype=np.uint64)
     assert len(model[(4, 12345)]) > 66
     assert _found(band_map, *hot) == _expected(model, *hot)
+
+
+def test_find_add_finds_what_came_before_each_query_and_adds_it() -> None:
+    """``find_add_many`` equals, query by query, a find of the map so far and then an add of the
+    query's own handle, also when a hot value overflows its first buffer mid-call."""
+    rng = np.random.default_rng(8)
+    band_map = BandMap(capacity=16)
+    model: dict[tuple[int, int], set[int]] = defaultdict(set)
+    next_handle = 0
+    for _ in range(6):
+        n = 3_000
+        tables = rng.integers(4, 8, n)
+        values = rng.integers(0, 40, n, dtype=np.uint64)  # few values: most queries find earlier ones
+        values[n // 2 :: 7], tables[n // 2 :: 7] = 7, 4  # a hot value late in the call: over the buffer
+        handles = np.arange(next_handle, next_handle + n, dtype=np.uint64)
+        next_handle += n
+        where, found = band_map.find_add_many(tables, values, handles)
+        expected = set()
+        for q, key in enumerate(zip(tables.tolist(), values.tolist(), strict=True)):
+            expected |= {(q, h) for h in model[key]}
+            model[key].add(int(handles[q]))
+        assert set(zip(where.tolist(), found.tolist(), strict=True)) == expected
+        assert len(where) > 2 * n + 64  # the resumed pass ran
+    assert len(band_map) == next_handle
+    keys = list(model)
+    tables = np.array([t for t, _ in keys])
+    values = np.array([v for _, v in keys], dtype=np.uint64)
+    assert _found(band_map, tables, values) == _expected(model, tables, values)
