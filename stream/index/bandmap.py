@@ -101,6 +101,22 @@ def _remove(tags, low, high, tables, values, handles):  # type: ignore[no-untype
     return removed
 
 
+@njit(cache=True, inline="always")
+def _probe(tags, low, high, tag, mask, q, where, found, count):  # type: ignore[no-untyped-def]
+    """Every handle stored under ``tag``, from its home slot to the next empty one: writes (q, handle)
+    to ``where``/``found`` from position ``count`` on while they have room; returns (the empty slot,
+    the new count)."""
+    i = tag & mask
+    while tags[i] != 0:
+        if tags[i] == tag:
+            if count < len(where):
+                where[count] = q
+                found[count] = np.uint64(low[i]) | (np.uint64(high[i]) << np.uint64(32))
+            count += 1
+        i = (i + np.uint32(1)) & mask
+    return i, count
+
+
 @njit(cache=True)
 def _find(tags, low, high, tables, values, where, found):  # type: ignore[no-untyped-def]
     """Every stored handle under the tag of each query: writes (query position, handle) to ``where``
@@ -108,15 +124,7 @@ def _find(tags, low, high, tables, values, where, found):  # type: ignore[no-unt
     mask = np.uint32(len(tags) - 1)
     count = 0
     for q in range(len(values)):
-        tag = _tag(tables[q], values[q])
-        i = tag & mask
-        while tags[i] != 0:
-            if tags[i] == tag:
-                if count < len(where):
-                    where[count] = q
-                    found[count] = np.uint64(low[i]) | (np.uint64(high[i]) << np.uint64(32))
-                count += 1
-            i = (i + np.uint32(1)) & mask
+        count = _probe(tags, low, high, _tag(tables[q], values[q]), mask, q, where, found, count)[1]
     return count
 
 
@@ -128,15 +136,7 @@ def _find_add(tags, low, high, tables, values, handles, start, where, found, cou
     mask = np.uint32(len(tags) - 1)
     for q in range(start, len(values)):
         tag = _tag(tables[q], values[q])
-        i = tag & mask
-        c = count
-        while tags[i] != 0:
-            if tags[i] == tag:
-                if c < len(where):
-                    where[c] = q
-                    found[c] = np.uint64(low[i]) | (np.uint64(high[i]) << np.uint64(32))
-                c += 1
-            i = (i + np.uint32(1)) & mask
+        i, c = _probe(tags, low, high, tag, mask, q, where, found, count)
         if c > len(where):
             return q, count
         tags[i] = tag
