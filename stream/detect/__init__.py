@@ -14,6 +14,7 @@ from stream.detect.verdict import (
     summarize,
     verdict_of,
 )
+from stream.detect.warm import warm_up
 
 __all__ = [
     "MAX_MATCHES",
@@ -29,4 +30,5 @@ __all__ = [
     "make_verdict",
     "summarize",
     "verdict_of",
+    "warm_up",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
+from stream.detect import warm_up
 from stream.fingerprint import parse_document
 from stream.index import BlockIndex, MemoryStore
 from stream.service import metrics
@@ -67,14 +68,11 @@ class Pipeline:
     def warm_up(self) -> None:
         """Load at start-up what the first batch would otherwise wait for: the segmenter's dictionary
         (measured: the first fingerprint of a fresh process takes 0.6 s, later ones < 1 ms) and the
-        index's compiled kernels. Twice, so the second probe finds the first (the match path). The
-        text is long enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
-        fingerprinter = self.documents.fingerprinter
+        index's compiled kernels (``stream.detect.warm_up``, on a throwaway index). The text is long
+        enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
+        doc = parse_document({"id": "warm-up", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 10})
         index = BlockIndex(None, k=self.probes.matching.k, bands=self.probes.config.band_tables, store=MemoryStore())
-        detector = self.probes.matching.detector(index)
-        for n, doc_id in enumerate(("warm-up-1", "warm-up-2")):
-            doc = parse_document({"id": doc_id, "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 10})
-            detector.probe(fingerprinter.fingerprint(doc), (float(n), doc_id))
+        warm_up(self.probes.matching.detector(index), self.documents.fingerprinter.fingerprint(doc))
 
     def documents_batch(self, records: Sequence[InputRecord]) -> None:
         self._forward(self.documents.handle(records))

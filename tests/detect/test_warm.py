@@ -1,0 +1,30 @@
+"""warm_up: after it, every kernel a batch path can meet has a compiled version in the process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = """
+from stream.detect import Detector, warm_up
+from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.index import BlockIndex, bandmap, kernels
+
+names = ["chain_within", "chain_append", "chain_collect", "chain_push", "bucket_growth", "pairs_within",
+         "within"]
+compiled = lambda: {name for name in names if getattr(kernels, name).signatures} | (
+    {"_find_add"} if bandmap._find_add.signatures else set())
+assert compiled() == set(), compiled()
+fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+fp = fingerprinter.fingerprint(parse_document({"id": "x", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 4}))
+detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
+warm_up(detector, fp)
+print(sorted(compiled()))
+assert compiled() == set(names) | {"_find_add"}, compiled()
+assert [m.id for m in detector.probe(fp, (9.0, "x"))] == ["warm-up-0", "warm-up-1", "warm-up-2", "warm-up-3"]
+"""
+
+
+def test_warm_up_compiles_every_kernel_of_the_batch_path_and_the_one_document_path() -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
