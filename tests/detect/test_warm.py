@@ -16,7 +16,8 @@ compiled = lambda: {name for name in names if getattr(kernels, name).signatures}
     {"_find_add"} if bandmap._find_add.signatures else set())
 assert compiled() == set(), compiled()
 fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
-fp = fingerprinter.fingerprint(parse_document({"id": "x", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 4}))
+text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 4
+fp = fingerprinter.fingerprint(parse_document({"id": "x", "text": text}))
 detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
 warm_up(detector, fp)
 print(sorted(compiled()))
