@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 def answer_lists(n: int) -> list[list[IndexHit]]:
     """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
     runs when enough container objects are alive, and a young collection walks every young one.
-    Made here, the n lists start the collection before the batch's lists of cold root buckets exist;
-    made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
+    Made here, the n lists start the collection before the roots the batch loads from the store exist
+    as objects; made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
     at 1M; docs/index.md, "Decisions")."""
     return [[] for _ in range(n)]
 
