@@ -50,8 +50,9 @@ class RootArena:
     def size_bytes(self) -> int:
         return self.ENTRY_BYTES * self.live
 
-    def sizes(self, table_id: int, values: np.ndarray) -> np.ndarray:
-        return self.length[table_id, values]
+    def lengths(self, blocks: np.ndarray) -> np.ndarray:
+        """``[t, i]``: the length of root ``blocks[t, i]`` of table t."""
+        return self.length[np.arange(len(blocks))[:, None], blocks]
 
     def within(self, blocks: np.ndarray, use: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(documents, handles) of the entries within k bits of their query: document i against the

@@ -150,15 +150,15 @@ def _mirror(state: IndexState, batch: Batch, resolved: Resolved, handles: np.nda
     blocks, use = resolved.blocks, resolved.arena
     if not use.any():
         return
-    sizes = arena.length[np.arange(len(blocks))[:, None], blocks]
-    arena.append(blocks, use, state.layout.filter_mask_array[:, None] & batch.array[None, :], handles)
+    sizes = arena.lengths(blocks)
+    arena.append(blocks, use, resolved.masked, handles)
     bins = np.zeros(66, dtype=np.int64)
     new_buckets, big = bucket_growth(blocks, sizes.T.copy(), use, state.policy.min_split, bins)
     state.stats.level("simhash", 0).grow(int(use.sum()), new_buckets, bins)
     for p in big.tolist():
         t, i = p >> 32, p & 0xFFFFFFFF
         value, table = int(blocks[t, i]), state.tables[t]
-        key = bytes([t]) + value.to_bytes(cache.top_lens[t] - 1, "big")
+        key = cache.root_key(t, value)
         if table.may_split(int(arena.length[t, value]), cache.refused.get(key, 0), 0):
             bucket = cache.get(key)
             assert bucket is not None, "an arena root"

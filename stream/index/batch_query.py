@@ -72,11 +72,10 @@ def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int
     candidate statistics as ``query`` keeps them."""
     arena = state.cache.arena
     blocks, use, below = resolved.blocks, resolved.arena, resolved.below
-    queries = state.layout.filter_mask_array[:, None] & batch.array[None, :]  # as the entries keep them
-    found, handles = arena.within(blocks, use, queries, state.layout.k)
+    found, handles = arena.within(blocks, use, resolved.masked, state.layout.k)
     for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
         near.setdefault(i, set()).add(handle)
-    sizes = (arena.length[np.arange(len(blocks))[:, None], blocks] * use).sum(axis=0)
+    sizes = (arena.lengths(blocks) * use).sum(axis=0)
     for (t, _), (root_key, root, docs) in below.items():  # below split roots: leaves hold whole fps
         at = np.array(docs, dtype=np.int64)
         visits = split_batch.descend(state.tables[t], root_key, root, at, batch.array[at])

@@ -26,12 +26,14 @@ SplitRoots = dict[tuple[int, int], tuple[bytes, SplitBucket, list[int]]]
 class Resolved:
     """A run's roots: ``blocks[t, i]`` document i's block value in SimHash table t, ``arena[t, i]``
     whether it reads and appends to that root in the arena (False where the document does not use
-    the table, its root is split, or it is known empty and the call inserts nothing), and the
-    documents below split roots: (t, block) -> (root key, root, documents)."""
+    the table, its root is split, or it is known empty and the call inserts nothing), ``masked[t, i]``
+    its fingerprint as table t's entries keep it (``filter_mask``: what the query compares and the
+    insert appends), and the documents below split roots: (t, block) -> (root key, root, documents)."""
 
-    def __init__(self, blocks: np.ndarray, arena: np.ndarray, below: SplitRoots) -> None:
+    def __init__(self, blocks: np.ndarray, arena: np.ndarray, masked: np.ndarray, below: SplitRoots) -> None:
         self.blocks = blocks
         self.arena = arena
+        self.masked = masked
         self.below = below
 
 
@@ -65,7 +67,8 @@ def resolve(state: IndexState, batch: Batch, create: bool) -> Resolved:
     arena = batch.part[:, :tables].T & _in_arena(state, blocks)
     for t in range(tables):
         cache.touch_arena(t, blocks[t, arena[t]])
-    return Resolved(blocks, arena, below)
+    masked = state.layout.filter_mask_array[:, None] & batch.array[None, :]
+    return Resolved(blocks, arena, masked, below)
 
 
 def _settle_roots(state: IndexState, t: int, values: list[int]) -> dict[int, tuple[bytes, SplitBucket]]:
@@ -76,9 +79,8 @@ def _settle_roots(state: IndexState, t: int, values: list[int]) -> dict[int, tup
     states = cache.root_states[t]
     assert states is not None
     split: dict[int, tuple[bytes, SplitBucket]] = {}
-    top_len = cache.top_lens[t] - 1
     for value in values:
-        key = bytes([t]) + value.to_bytes(top_len, "big")
+        key = cache.root_key(t, value)
         if states[value] == ROOT_ABSENT and not cache.complete:
             table.bucket(key)  # loads it
         if states[value] == ROOT_LEAF:

@@ -111,7 +111,6 @@ class BucketCache:
         self._entries = 0
         self.hits = 0
         self.misses = 0
-        self.evictions = 0  # calls of _evict: a batch knows whether buckets it resolved may have left
         self.arena = RootArena()
         self.pinned = False
 
@@ -197,13 +196,16 @@ class BucketCache:
         assert slots is not None and states is not None, "a table with slots"
         bucket = slots[value]
         assert bucket is not None and not bucket.split, "a cached leaf"
-        key = bytes([table_id]) + value.to_bytes(self.top_lens[table_id] - 1, "big")
-        del self.buckets[key]
+        del self.buckets[self.root_key(table_id, value)]
         self._entries -= len(bucket)
         slots[value] = None
         states[value] = ROOT_ARENA
         self.arena.push(table_id, value, np.frombuffer(bucket.handles, dtype=np.uint64),
                         np.frombuffer(bucket.fps, dtype=np.uint64))
+
+    def root_key(self, table_id: int, value: int) -> bytes:
+        """The key of the top-level bucket of block ``value`` in table ``table_id`` (one with slots)."""
+        return bytes([table_id]) + value.to_bytes(self.top_lens[table_id] - 1, "big")
 
     def touch_arena(self, table_id: int, values: np.ndarray) -> None:
         """Arena roots were used now (recency for eviction)."""
@@ -296,7 +298,6 @@ class BucketCache:
             states[value] = ROOT_ABSENT if bucket is None else ROOT_SPLIT if bucket.split else ROOT_LEAF
 
     def _evict(self) -> None:
-        self.evictions += 1
         target = self.max_bytes * self.EVICT_TO
         top_lens = self.top_lens
         dealt = self.dealt
