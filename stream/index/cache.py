@@ -309,12 +309,11 @@ class BucketCache:
             self._forget_dealt(key, key[: top_lens[key[0]]])
         if self.size_bytes <= target:
             return  # the cache still holds every top-level bucket it held
-        arena_roots = self._arena_roots()
         if self.complete and self.root_filter is not None:
-            self._learn_roots(self.root_filter, arena_roots)
+            self._learn_roots(self.root_filter)
         aged: list[tuple[int, bytes | tuple[int, int]]] = [(bucket.used, key) for key, bucket in self.buckets.items()]
-        if not self.pinned:
-            aged += [(used, (t, value)) for t, values, stamps in arena_roots
+        if not self.pinned:  # while pinned, only buckets go (see the class doc)
+            aged += [(used, (t, value)) for t, values, stamps in self._arena_roots()
                      for value, used in zip(values.tolist(), stamps.tolist(), strict=True)]
         aged.sort(key=lambda item: item[0])
         # never the newest top-level bucket: it is being used (a descent, or a load)
@@ -344,12 +343,12 @@ class BucketCache:
             self.drop_subtree(key)
         self.complete = False
 
-    def _learn_roots(self, root_filter: RootFilter, arena_roots: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+    def _learn_roots(self, root_filter: RootFilter) -> None:
         """While complete, misses skipped the filter: it learns every cached root at the first eviction."""
         for cached in self.buckets:
             if self.top_lens.get(cached[0]) == len(cached):
                 root_filter.add(cached)
-        for t, values, _ in arena_roots:
+        for t, values, _ in self._arena_roots():
             root_filter.add_tops(t, self.top_lens[t] - 1, values.astype(np.uint64))
 
     def _arena_roots(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
