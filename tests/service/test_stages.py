@@ -191,3 +191,22 @@ def test_one_id_is_one_document_as_in_a_scan() -> None:
     assert _summary(final) == {"a": ("duplicate", "b"), "b": ("unique", None), "c": ("unique", None)}
     final, _ = _run([doc("a", poem), doc("a", " "), doc("c", poem)], frozenset(), batch=1)
     assert _summary(final) == {"a": ("empty", None), "c": ("unique", None)}
+
+
+
+def test_a_batch_judges_as_one_document_at_a_time() -> None:
+    """Empty documents (nothing to index in any partition) between the documents of a batch, and an
+    edit that empties an id indexed by an earlier batch: the same final verdicts as batches of one."""
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
+    values = [doc("e1", " "), doc("a", poem), doc("e2", " "), doc("b", other),  # no id twice in 4
+              doc("c", poem), doc("e3", " "), doc("a", " "), doc("d", poem),
+              doc("e1", other), doc("e4", " ")]
+    one_by_one, _ = _run(values, frozenset(), batch=1)
+    assert _summary(one_by_one) == {"e1": ("duplicate", "b"), "a": ("empty", None), "e2": ("empty", None),
+                                    "b": ("unique", None), "c": ("duplicate", "a"), "e3": ("empty", None),
+                                    "d": ("duplicate", "c"), "e4": ("empty", None)}
+    everything = {(t, p) for t in ("probe", "gather") for p in range(PARTITIONS)}
+    for owned in (frozenset(), everything):
+        batched, _ = _run(values, owned, batch=4)
+        assert batched == one_by_one
