@@ -26,20 +26,24 @@ class GatherStage:
         self.dead = DeadLetters(output, topics.dlq)
 
     def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
-        """Entries of one gather partition: apply them per document, publish what is due."""
+        """Entries of one gather partition: apply them per document, publish what is due. The states
+        are read by one multi-get and written in one batch (RocksDB and changelog): a put per document
+        was a third of the stage's time."""
         store = self.store_for(partition)
+        writes: list[tuple[bytes, bytes | None]] = []  # None deletes
         by_doc: dict[str, list[GatherEntry]] = defaultdict(list)
         for entry in entries:
             by_doc[entry.doc].append(entry)
+        states = dict(zip(by_doc, store.multi_get([doc.encode() for doc in by_doc]), strict=True))
         for doc, doc_entries in by_doc.items():
             try:
-                raw = store.get(doc.encode())
+                raw = states[doc]
                 state = (GatherState.from_json(loads(raw), self.max_matches) if raw
                          else GatherState(doc, self.max_matches))
                 due = self._apply(state, doc_entries)
                 if due and state.deleting:
                     self._tombstone(state)
-                    store.delete(doc.encode())
+                    writes.append((doc.encode(), None))
                     continue
                 if due:
                     self._publish(state)
@@ -51,7 +55,9 @@ class GatherStage:
                 source = next((h.source for h in headers if h is not None), None)
                 self.dead.send(exc, "gather", source or Source("", partition, -1, 0.0), doc.encode(), None)
                 continue
-            store.put(doc.encode(), encoded)
+            writes.append((doc.encode(), encoded))
+        if writes:
+            store.write_ops(writes)
 
     @staticmethod
     def _apply(state: GatherState, entries: Sequence[GatherEntry]) -> bool:
