@@ -1,6 +1,6 @@
 """Detection layer: a fingerprint + the block table -> verified matches -> Verdict."""
 
-from stream.detect.detector import Detector
+from stream.detect.detector import Detector, fingerprint_of
 from stream.detect.settings import MatchSettings, differences
 from stream.detect.verdict import (
     MAX_MATCHES,
@@ -26,6 +26,7 @@ __all__ = [
     "Verdict",
     "build_verdict",
     "differences",
+    "fingerprint_of",
     "later_matches",
     "make_verdict",
     "summarize",

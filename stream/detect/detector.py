@@ -10,7 +10,7 @@ bands (``without_bands``): the record holds them already, and they were 40% of t
 
 from __future__ import annotations
 
-import functools
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
@@ -35,13 +35,40 @@ def relation(ov: Overlap, threshold: float, containment_threshold: float, min_sh
         return CONTAINED
     return None
 
-# Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
-# documents candidates again and again (docs/detect.md, "Decisions"). Keyed by the payload's
-# bytes: a replaced document has other bytes, so it is never served stale. The service decodes the
-# documents it probes through the same cache: one document's probe reaches several partitions of a
-# worker. (Stored payloads lack the bands, so a probed document is decoded again, once, when it is a
-# later batch's candidate: ~55 us per such document, against 384 bytes fewer in every write.)
-fingerprint_of = functools.lru_cache(maxsize=4096)(Fingerprint.from_bytes)
+class DecodedFingerprints:
+    """Fingerprints by their serialized bytes, the ``size`` most recently used.
+
+    Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
+    documents candidates again and again (docs/detect.md, "Decisions"). Keyed by the bytes: a
+    replaced document has other bytes, so it is never served stale. The service decodes the
+    documents it probes through the same cache (one document's probe reaches several partitions of
+    a worker), and the worker that fingerprinted a document ``remember``s it, so its own partitions
+    never decode it. (Stored payloads lack the bands, so a probed document is decoded again, once,
+    when it is a later batch's candidate: ~55 us per such document, against 384 bytes fewer in
+    every write.)
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._decoded: OrderedDict[bytes, Fingerprint] = OrderedDict()
+
+    def __call__(self, raw: bytes) -> Fingerprint:
+        fp = self._decoded.get(raw)
+        if fp is None:
+            fp = Fingerprint.from_bytes(raw)
+            self.remember(raw, fp)
+        else:
+            self._decoded.move_to_end(raw)
+        return fp
+
+    def remember(self, raw: bytes, fp: Fingerprint) -> None:
+        """``fp`` is what ``raw`` decodes to (``raw = fp.to_bytes()``)."""
+        self._decoded[raw] = fp
+        if len(self._decoded) > self.size:
+            self._decoded.popitem(last=False)
+
+
+fingerprint_of = DecodedFingerprints()
 
 
 class Detector:

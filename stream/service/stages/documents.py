@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stream.detect import MatchSettings
+from stream.detect import MatchSettings, fingerprint_of
 from stream.errors import DocumentError
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.document import DELETE
@@ -75,6 +75,8 @@ class DocumentStage:
         # outside the new one's tables removes it (an item without tables), so no stale entry stays.
         header = Header(doc.id, round_id, n, rec.source, order, fp.simhash, fp.schema, fp.empty)
         raw = fp.to_bytes() if targets else b""
+        if raw:  # this worker's partitions take it from here without decoding it
+            fingerprint_of.remember(raw, fp)
         carrier = min(targets, default=0)  # where the order is settled (``ProbeStage._place``)
         for partition in range(n):
             tables = targets.get(partition, [])

@@ -10,8 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from stream.detect import Detector, MatchSettings, Order, differences
-from stream.detect.detector import fingerprint_of
+from stream.detect import Detector, MatchSettings, Order, differences, fingerprint_of
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
