@@ -10,6 +10,7 @@ from stream.index.records import DERIVED_NAMESPACES, IndexHit, rebuild_derived_k
 from stream.index.rocks import RocksStore
 from stream.index.stats import IndexStats
 from stream.index.store import BufferedStore, KVStore, MemoryStore, WriteOp
+from stream.index.warm import compile_rare_kernels
 
 __all__ = [
     "DERIVED_NAMESPACES",
@@ -23,5 +24,6 @@ __all__ = [
     "RocksStore",
     "TableLayout",
     "WriteOp",
+    "compile_rare_kernels",
     "rebuild_derived_keys",
 ]
