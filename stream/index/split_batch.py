@@ -127,7 +127,8 @@ def count_leaf_growth(table: BucketTable, stats: StatsRecorder, min_split: int, 
             before = np.bincount(queries, minlength=len(values)).astype(np.int64)
             bins = np.zeros(66, dtype=np.int64)
             use = np.ones((1, len(values)), dtype=np.bool_)
-            new_buckets, reached = bucket_growth(values[None, :].astype(_U64), before[:, None], use, min_split, bins)
+            blocks = values[None, :].astype(_U64).view(np.int64)  # the root path's dtype: one compiled signature
+            new_buckets, reached = bucket_growth(blocks, before[:, None], use, min_split, bins)
             stats.level(table.kind, visit.depth + 1).grow(len(values), new_buckets, bins)
             big += visit.docs[positions[reached & 0xFFFFFFFF]].tolist()
     return big

@@ -24,6 +24,15 @@ warm_up(detector, fp)
 print(sorted(compiled()))
 assert compiled() == set(names) | set(band_names), compiled()
 assert [m.id for m in detector.probe(fp, (9.0, "x"))] == ["warm-up-1", "warm-up-2", "warm-up-3"]
+# a batch that splits hot roots calls the kernels with the types warm_up compiled them for
+import random
+rng = random.Random(1)
+skewed = BlockIndex(None, k=3, split_mu=0.0, split_cap=8, min_split=4)
+for start in range(0, 2000, 200):
+    skewed.insert_many([(0xABCD << 48) | rng.getrandbits(48) for _ in range(200)],
+                       [f"d{start + i}" for i in range(200)])
+assert skewed.stats().splits > 0
+assert {name: len(getattr(kernels, name).signatures) for name in names} == dict.fromkeys(names, 1)
 """
 
 
