@@ -193,7 +193,6 @@ def test_one_id_is_one_document_as_in_a_scan() -> None:
     assert _summary(final) == {"a": ("empty", None), "c": ("unique", None)}
 
 
-
 def test_a_batch_judges_as_one_document_at_a_time() -> None:
     """Empty documents (nothing to index in any partition) between the documents of a batch, and an
     edit that empties an id indexed by an earlier batch: the same final verdicts as batches of one."""
