@@ -9,6 +9,8 @@ awaited, so the consumers have joined and answered before anything is measured. 
   the same way (last output record's timestamp). Not (verdicts - 1) / (last - first verdict arrival)
   over a backlog published before the workers start: with three stages draining a backlog in large
   batches the first verdict appears only after most of the work, which overstates the pipeline 2-8x.
+- rounds (``--rounds``): the scan and every throughput run again, in the same order; each 2-worker
+  ratio to the scan is taken within its round and the median of the rounds reported.
 - latency: documents published at fixed rates, fractions (``--rates``, default 0.5) of the 1-worker
   docs/s, for ``--seconds`` each, to 1 worker; latency = verdict ``processed_at`` - the input
   record's timestamp (set at ``produce()`` by a producer that is already connected), i.e. verdict
@@ -25,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import click
@@ -241,8 +244,11 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
               help="JSONL documents to publish (the first -n); default: copies of the bundled sample. Real ~3 KB "
                    "Chinese documents: `dedup bench corpus-zh` builds ~/.cache/stream-dedup/corpora/zh3k/zh3k.jsonl.")
 @click.option("--name", default="e2e", show_default=True, help="File name of the JSON and PNG (without extension).")
+@click.option("--rounds", type=click.IntRange(1), default=3, show_default=True,
+              help="Rounds of the scan and throughput runs, one after the other: each ratio is taken within a round "
+                   "and the median reported (a shared VM's speed moves between runs).")
 def command(documents: int, partitions: str, rates: str, seconds: float, out: str, corpus: Path | None,
-            name: str) -> None:
+            name: str, rounds: int) -> None:
     """End-to-end throughput and latency vs a pass-through agent (embedded broker), and the same documents
     through one `dedup scan` process in the same run."""
     values = _docs(documents, corpus)
@@ -250,20 +256,24 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
     tmp = Path(tempfile.mkdtemp(prefix="dedup-bench-"))
     results: dict[str, Any] = {"documents": len(values), "partitions": counts, "cpus": os.cpu_count(),
                                "corpus": str(corpus) if corpus else "bundled sample, copies"}
-    results["scan_docs_per_s"] = round(run_scan(tmp, values), 1)
-    click.echo(f"dedup scan, one process (start-up included): {results['scan_docs_per_s']} docs/s")
     with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
         results["pass_through_default"] = round(run_pass_through(broker, tmp, values, tuned=False), 1)
         click.echo(f"pass-through agent (Faust defaults): {results['pass_through_default']} msgs/s")
         results["pass_through_tuned"] = round(run_pass_through(broker, tmp, values, tuned=True), 1)
         click.echo(f"pass-through agent (tuned batching): {results['pass_through_tuned']} msgs/s")
-        runs = []
-        for count in counts:
-            for workers in (1, 2):
-                r = run_pipeline(broker, tmp, values, workers, count, None, f"w{workers}p{count}")
-                click.echo(f"pipeline, {workers} worker(s), {count} partitions: {r['docs_per_s']} docs/s "
-                           f"({r['verdicts']} verdicts), latency under the backlog {r['latency_ms']}")
-                runs.append(r)
+        scans, runs = [], []
+        for n in range(rounds):
+            scans.append(round(run_scan(tmp, values), 1))
+            click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scans[-1]} docs/s")
+            for count in counts:
+                for workers in (1, 2):
+                    r = run_pipeline(broker, tmp, values, workers, count, None, f"r{n}w{workers}p{count}")
+                    r["round"] = n
+                    click.echo(f"round {n + 1}: pipeline, {workers} worker(s), {count} partitions: {r['docs_per_s']} "
+                               f"docs/s ({r['verdicts']} verdicts), latency under the backlog {r['latency_ms']}")
+                    runs.append(r)
+        results["scan_rounds"] = scans
+        results["scan_docs_per_s"] = round(median(scans), 1)
         results["throughput"] = runs
         results["latency_vs_rate"] = _latency_sweep(broker, tmp, values, runs[0], rates, seconds)
         results["latency_at_half_peak"] = min(results["latency_vs_rate"],
@@ -271,9 +281,10 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         peak = max(r["docs_per_s"] or 0 for r in runs)
         results["ratio_vs_pass_through_default"] = round(peak / max(1e-9, results["pass_through_default"]), 2)
         results["ratio_vs_pass_through_tuned"] = round(peak / max(1e-9, results["pass_through_tuned"]), 2)
-        results["ratio_2_workers_vs_scan"] = {
-            str(r["partitions"]): round((r["docs_per_s"] or 0) / results["scan_docs_per_s"], 2)
-            for r in runs if r["workers"] == 2}
+        per_round = {str(c): [round((r["docs_per_s"] or 0) / scans[r["round"]], 2) for r in runs
+                              if r["workers"] == 2 and r["partitions"] == c] for c in counts}
+        results["ratio_2_workers_vs_scan_rounds"] = per_round
+        results["ratio_2_workers_vs_scan"] = {c: round(median(ratios), 2) for c, ratios in per_round.items()}
         results["every_document_answered"] = all(r["verdicts"] == len(values) for r in runs)
         results["worker_logs"] = str(tmp)
     results["machine"] = machine()
@@ -282,7 +293,8 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
     (out_dir / f"{name}.json").write_text(json.dumps(results, indent=1))
     _plot(results, out_dir / f"{name}.png")
     click.echo(json.dumps({k: results[k] for k in ("ratio_vs_pass_through_default", "ratio_vs_pass_through_tuned",
-                                                   "ratio_2_workers_vs_scan", "every_document_answered")}))
+                                                   "ratio_2_workers_vs_scan", "ratio_2_workers_vs_scan_rounds",
+                                                   "every_document_answered")}))
     click.echo(f"wrote {out_dir / name}.json and .png (worker logs in {tmp})")
 
 
@@ -318,17 +330,21 @@ def run_scan(tmp: Path, values: list[bytes]) -> float:
 def _plot(results: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.4))
+    configs = sorted({(r["partitions"], r["workers"]) for r in results["throughput"]})
+    rounds = [[r["docs_per_s"] for r in results["throughput"] if (r["partitions"], r["workers"]) == c] for c in configs]
     labels = ["pass-\nthrough\n(default)", "pass-\nthrough\n(tuned)", "dedup\nscan\n(1 proc.)"] + [
-        f"{r['workers']} w.\n{r['partitions']} p." for r in results["throughput"]]
+        f"{w} w.\n{p} p." for p, w in configs]
     values = [results["pass_through_default"], results["pass_through_tuned"], results["scan_docs_per_s"]] + [
-        r["docs_per_s"] for r in results["throughput"]]
-    ax1.bar(labels, values, color=["#999", "#bbb", "#9467bd"] + [
-        "#1f77b4" if r["workers"] == 1 else "#2ca02c" for r in results["throughput"]])
+        median(each) for each in rounds]
+    colors = ["#999", "#bbb", "#9467bd"] + ["#1f77b4" if w == 1 else "#2ca02c" for _, w in configs]
+    ax1.bar(labels, values, color=colors)
+    for i, each in enumerate([results.get("scan_rounds", []), *rounds]):  # every round as a dot on its median bar
+        ax1.plot([i + 2] * len(each), each, "k.", markersize=4)
     ax1.tick_params(axis="x", labelsize=7)
     ax1.axhline(1.5 * results["scan_docs_per_s"], color="red", linestyle="--", label="target: 2 workers = 1.5x scan")
     ax1.legend(fontsize=8)
     ax1.set_ylabel("messages or documents / s")
-    ax1.set_title("Throughput on tansu (same run; w. workers, p. partitions)", fontsize=9)
+    ax1.set_title("Throughput on tansu (bars: medians of the rounds, dots: rounds)", fontsize=9)
     for q, color in (("p50", "#2ca02c"), ("p90", "#ff7f0e"), ("p99", "#d62728")):
         ax2.plot([r["offered_rate"] for r in results["latency_vs_rate"]],
                  [r["latency_ms"][q] for r in results["latency_vs_rate"]], "o-", color=color, label=q)
