@@ -49,20 +49,34 @@ def _spaced(char: str) -> bool:
     return char.isalnum() and char < "\u2e80"
 
 
-def exact_form(normalized: str) -> str:
-    """What "the same content" compares: ``normalized`` text without the spaces that separate no
-    words (a space stays only between two letters or digits of a spaced script). Two texts that
-    differ only by line breaks inside Chinese text, or around punctuation, have the same exact form,
-    as they have the same shingles."""
+def exact_form_reference(normalized: str) -> str:
+    """``exact_form`` written out: a loop over the space-separated pieces."""
     pieces = normalized.split(" ")
-    if len(pieces) == 1:
-        return normalized
     out = [pieces[0]]
     for before, piece in itertools.pairwise(pieces):
         if before and piece and _spaced(before[-1]) and _spaced(piece[0]):
             out.append(" ")
         out.append(piece)
     return "".join(out)
+
+
+# ``_spaced`` as a regex class: ``\w`` is ``str.isalnum()`` plus "_" (a test checks every code point)
+_SPACED = "[^\\W_\u2e80-\U0010ffff]"
+_WORD_SPACE = re.compile(f" (?<={_SPACED} )(?={_SPACED})")  # a space that separates two words
+_MARK = "\x00"
+
+
+def exact_form(normalized: str) -> str:
+    """What "the same content" compares: ``normalized`` text without the spaces that separate no
+    words (a space stays only between two letters or digits of a spaced script). Two texts that
+    differ only by line breaks inside Chinese text, or around punctuation, have the same exact form,
+    as they have the same shingles. Word spaces are marked, every other space dropped: 22 us per 3 KB
+    document (zh3k) against 54-69 for ``exact_form_reference``."""
+    if " " not in normalized:
+        return normalized
+    if _MARK in normalized:
+        return exact_form_reference(normalized)
+    return _WORD_SPACE.sub(_MARK, normalized).replace(" ", "").replace(_MARK, " ")
 
 
 def normalize_reference(text: str) -> str:

@@ -6,9 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.text.normalize import (
+    _SPACED,
     TABLE_LIMIT,
+    _spaced,
     code_point_tables,
     collapse_whitespace,
+    exact_form,
+    exact_form_reference,
     normalize,
     normalize_compiled,
     normalize_kernel,
@@ -78,3 +82,21 @@ def test_characters_above_the_tables_are_their_own_nfkc_and_casefold() -> None:
         ch = chr(c)
         assert ch.casefold() == ch
         assert not unicodedata.decomposition(ch)
+
+
+_SPACES = " a1_-.\x00中文\u2e7f\u2e80éß٣²Ⅷ"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=_SPACES, max_size=40) | st.text(max_size=40))
+def test_exact_form_keeps_only_spaces_between_words_of_spaced_scripts(text: str) -> None:
+    assert exact_form(text) == exact_form_reference(text)
+    assert exact_form("a b 中 文 x. y 1 2") == "a b中文x.y 1 2"
+
+
+def test_the_regex_class_of_spaced_characters_is_spaced_for_every_code_point() -> None:
+    import re
+
+    spaced = re.compile(_SPACED)
+    wrong = [c for c in range(0x110000) if bool(spaced.fullmatch(chr(c))) != _spaced(chr(c))]
+    assert wrong == []
