@@ -20,7 +20,7 @@ from faust.types import EventT
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError, DedupError
 from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
-from stream.service.runtime.faust_tuning import set_fetch_max_wait, set_switch_interval
+from stream.service.runtime.faust_tuning import install_direct_delivery, set_fetch_max_wait, set_switch_interval
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.runtime.offset_gaps import install_gap_guard, known_ends, request_seek
@@ -115,6 +115,7 @@ class DedupApp:
         self.health = health
         set_fetch_max_wait(s.fetch_max_wait_ms)
         set_switch_interval()
+        install_direct_delivery()
         install_exact_recovery_bounds(s.confluent())
         install_data_loss_check(self._on_data_loss)
         install_gap_guard()
