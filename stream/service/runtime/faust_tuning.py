@@ -82,6 +82,9 @@ class _Resumed:
         while True:
             try:
                 yield pending
+            except GeneratorExit:  # closed (as ``yield from`` would): close the coroutine too
+                coro.close()
+                raise
             except BaseException as exc:  # a cancellation: the coroutine decides what it means
                 try:
                     pending = coro.throw(exc)
