@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -202,10 +204,11 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
         _ready(broker, warm, f"documents-{tag}", f"verdicts-{tag}", producer)
         paused_s = None
         if backlog and rate is None:
-            paused_s = _publish_paused(procs, broker.bootstrap, f"documents-{tag}", values, producer)
-            t_publish = time.time()
-            for p in procs:
-                p.send_signal(signal.SIGCONT)
+            with _stopped(procs):
+                started = time.perf_counter()
+                _publish(broker.bootstrap, f"documents-{tag}", values, producer=producer)
+                paused_s = round(time.perf_counter() - started, 2)
+                t_publish = time.time()  # the workers resume right after
         else:
             t_publish = time.time()
             _publish(broker.bootstrap, f"documents-{tag}", values, rate=rate, producer=producer)
@@ -235,20 +238,17 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
     }
 
 
-def _publish_paused(procs: list[subprocess.Popen[bytes]], bootstrap: str, topic: str, values: list[bytes],
-                    producer: Any) -> float:
-    """Publish ``values`` with the workers stopped (SIGSTOP): a backlog. Returns how long they were
-    stopped (well under their 10 s session timeout: 0.05-0.12 s for 2,326 documents)."""
+@contextmanager
+def _stopped(procs: list[subprocess.Popen[bytes]]) -> Iterator[None]:
+    """The workers stopped (SIGSTOP) inside, resumed on the way out: what is published inside is a
+    backlog. Keep it short, under their 10 s session timeout (2,326 documents: 0.05-0.12 s)."""
     for p in procs:
         p.send_signal(signal.SIGSTOP)
-    started = time.perf_counter()
     try:
-        _publish(bootstrap, topic, values, producer=producer)
-    except BaseException:
+        yield
+    finally:
         for p in procs:
             p.send_signal(signal.SIGCONT)
-        raise
-    return round(time.perf_counter() - started, 2)
 
 
 def _warmup_docs(values: list[bytes]) -> list[bytes]:
@@ -300,14 +300,14 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         for n in range(rounds):
             for count in counts:
                 for workers in (1, 2):
+                    scan = None
                     if workers == 2:  # the scan this run is compared with, just before it
-                        scans.append(round(run_scan(tmp, values), 1))
-                        click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scans[-1]} docs/s")
+                        scan = round(run_scan(tmp, values), 1)
+                        scans.append(scan)
+                        click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scan} docs/s")
                     r = run_pipeline(broker, tmp, values, workers, count, None, f"r{n}w{workers}p{count}",
                                      backlog=publish == "backlog")
-                    r["round"] = n
-                    if workers == 2:
-                        r["scan_docs_per_s"] = scans[-1]
+                    r.update(round=n, scan_docs_per_s=scan)
                     click.echo(f"round {n + 1}: pipeline, {workers} worker(s), {count} partitions: {r['docs_per_s']} "
                                f"docs/s ({r['verdicts']} verdicts, {r['published']}), latency under the backlog "
                                f"{r['latency_ms']}")

@@ -8,7 +8,6 @@ it finishes when what it waits for is done, and is cancelled when the flow is su
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -19,10 +18,6 @@ from stream.service.runtime.faust_tuning import _wait_first
 
 class Fetcher(Service):
     pass
-
-
-def run(main: Coroutine[Any, Any, Any]) -> Any:
-    return asyncio.run(main)
 
 
 async def counting_tasks() -> list[Any]:
@@ -53,7 +48,7 @@ def test_a_delivery_that_does_not_wait_runs_inline_without_tasks() -> None:
         result = await _wait_first(Fetcher(), deliver(7), flow_wait)
         return result, list(created), flow_wait.cr_frame is None
 
-    result, created, flow_wait_closed = run(main())
+    result, created, flow_wait_closed = asyncio.run(main())
     assert delivered == [7]
     assert result.results == [7] and not result.stopped
     assert created == []  # Faust's wait_first makes four
@@ -75,7 +70,7 @@ def test_a_delivery_that_waits_finishes_after_what_it_waits_for() -> None:
         loop.call_later(0.05, room.set_result, None)
         return await _wait_first(Fetcher(), deliver(room), asyncio.Event().wait())
 
-    result = run(main())
+    result = asyncio.run(main())
     assert steps == ["put", "queued"]
     assert result.results == ["done"] and not result.stopped
 
@@ -101,7 +96,7 @@ def test_a_waiting_delivery_is_cancelled_when_the_flow_is_suspended_first() -> N
         await asyncio.sleep(0)  # the cancellation reaches the delivery
         return result, room.cancelled()
 
-    result, room_cancelled = run(main())
+    result, room_cancelled = asyncio.run(main())
     assert steps == ["put", "cancelled"]
     assert result.results == [True]  # the flow waiter won, as in Faust's wait_first
     assert room_cancelled
@@ -121,7 +116,7 @@ def test_a_failing_delivery_raises_its_error(waits_first: bool) -> None:
         await asyncio.sleep(0)  # Faust's wait_first cancels what is left; the cancellation runs
         return flow_wait.cr_frame is None
 
-    assert run(main())
+    assert asyncio.run(main())
 
 
 def test_a_stopped_consumer_takes_faust_s_path() -> None:
@@ -135,4 +130,4 @@ def test_a_stopped_consumer_takes_faust_s_path() -> None:
         fetcher._stopped.set()
         return await _wait_first(fetcher, deliver(), asyncio.Event().wait())
 
-    assert run(main()).stopped  # what Faust returns to a stopping fetch loop
+    assert asyncio.run(main()).stopped  # what Faust returns to a stopping fetch loop
