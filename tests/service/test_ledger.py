@@ -141,9 +141,11 @@ def test_a_silent_partition_with_records_past_its_position_is_sought_back() -> N
     clock.now = 4.0
     assert ledger.stalled(ends) == {}  # the agent has been idle for less than idle_after
     clock.now = 6.0
+    assert ledger.stalled(ends) == {}  # idle long enough, but A was first seen behind only 2 s ago
+    clock.now = 9.0
     assert ledger.stalled(ends) == {A: 3}  # B delivered everything that exists
     assert ledger.stalled(ends) == {} and ledger.due() == {}  # one seek, repeated only as a gap's is
-    clock.now = 11.5
+    clock.now = 14.5
     assert ledger.due() == {A: 3}
     assert ledger.admit([(A, 3), (A, 4)]) == ([True, True], {})  # the re-read arrives
     clock.now = 100.0
@@ -161,8 +163,27 @@ def test_a_busy_agent_waits_stall_after_before_seeking_a_silent_partition() -> N
         clock.now = float(second)
         ledger.admit([(B, second)])
         assert ledger.stalled({A: 10, B: second + 1}) == {}
-    clock.now = 60.0
-    assert ledger.stalled({A: 10, B: 60}) == {A: 1}
+    clock.now = 61.0  # A first seen behind at 1 s
+    assert ledger.stalled({A: 10, B: 61}) == {A: 1}
+
+
+def test_a_record_arriving_after_a_quiet_spell_is_not_taken_for_a_stall() -> None:
+    # the check runs between the fetch loop reading a new record and the agent receiving it: the
+    # partition is behind and has been silent for long, but the record is on its way (a seek here
+    # would process it twice: two dead letters for one bad record)
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
+    ledger.admit([(A, offset) for offset in range(6)])
+    clock.now = 12.0
+    assert ledger.stalled({A: 6}) == {}  # caught up
+    assert ledger.stalled({A: 7}) == {}  # offset 6 was just fetched
+    clock.now = 12.1
+    assert ledger.admit([(A, 6)]) == ([True], {})
+    clock.now = 100.0
+    assert ledger.stalled({A: 7}) == {} and ledger.stalls_found == 0
+    assert ledger.stalled({A: 8}) == {}  # offset 7 fetched, first seen now
+    clock.now = 105.0
+    assert ledger.stalled({A: 8}) == {A: 7}  # and lost: 5 s later it is sought
 
 
 def test_no_stall_without_a_known_position_or_while_records_flow() -> None:
@@ -195,5 +216,7 @@ def test_the_ledger_counts_are_prometheus_gauges() -> None:
     ledger.stalled({B: 5})  # B has no position: nothing
     ledger.admit([(B, 0)])
     clock.now = 20.0
+    ledger.stalled({B: 5})  # B first seen behind
+    clock.now = 30.0
     ledger.stalled({B: 5})
     assert (value("gap"), value("stall"), value("accepted")) == (1, 1, 0)

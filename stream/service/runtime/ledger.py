@@ -21,7 +21,9 @@ A gap at a partition's tail brings no later record to reveal it. ``stalled`` cov
 partition whose records exist past the position (the fetch loop read them, or the broker has them)
 is sought back to its position like a gap once the whole agent received nothing for ``idle_after``
 seconds (the common case: the tail of a burst lost), or the partition alone for ``stall_after``
-(long enough that a busy agent draining other partitions' fetches is not taken for a stall).
+(long enough that a busy agent draining other partitions' fetches is not taken for a stall). Both
+count from the later of the partition's last delivery and the first check that saw it behind: a
+record that just arrived after a quiet spell is on its way, not lost.
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -69,6 +71,7 @@ class InputLedger:
         self._idle_after, self._stall_after = idle_after, stall_after
         self._last_batch = -math.inf  # when the agent last received records (any partition)
         self._active: dict[TP, float] = {}  # when the partition last delivered a record (or was sought)
+        self._behind: dict[TP, tuple[int, float]] = {}  # position a check first saw behind the end, when
         self._save_every = save_every
         self._saved_at: dict[TP, float] = {}  # when a position of the partition was last written
         self._retry_after = retry_after
@@ -146,8 +149,11 @@ class InputLedger:
         for tp, end in ends.items():
             position = self._next.get(tp)
             if position is None or position >= end or tp in self._seeking:
+                self._behind.pop(tp, None)
                 continue
-            silent = now - self._active.setdefault(tp, now)
+            if self._behind.get(tp, (None,))[0] != position:
+                self._behind[tp] = (position, now)
+            silent = now - max(self._active.setdefault(tp, now), self._behind[tp][1])
             if silent < self._stall_after and (silent < self._idle_after or now - self._last_batch < self._idle_after):
                 continue
             self.stalls_found += 1
@@ -187,5 +193,5 @@ class InputLedger:
         """Partitions revoked: another worker may move them on; reload if they come back."""
         for tp in tps:
             for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing, self._saved_at,
-                      self._active):
+                      self._active, self._behind):
                 d.pop(tp, None)
