@@ -144,3 +144,30 @@ def test_fixed_letters_are_replayed_once_selected_by_code_and_offset_cut_ones_fr
         {name["f0"]: 1, name["f1"]: 1, name["f2"]: 2, name["big"]: 2, name["gone"]: None}
     again = verdicts_for(deployment, {"f2"})["f2"]
     assert len(again) >= 2 and {v["verdict"] for v in again} == {"duplicate"}  # same document, same verdict
+
+
+def test_copies_of_a_letter_replay_their_input_record_once(deployment: Deployment) -> None:
+    # a record processed again (after a crash or a re-read) is dead-lettered again: its letters are copies
+    def letter(doc_id: str, offset: int, error: str = "RuntimeError: a bug since fixed") -> tuple[bytes, bytes]:
+        raw = json.dumps({"id": doc_id, "text": f"the text of {doc_id}"}).encode()
+        src = Source(deployment.documents, 0, offset, time.time())
+        return doc_id.encode(), dead_letter("fingerprint_failed", error, "fingerprint", src, doc_id.encode(), raw)
+
+    letters = [letter("r1", 500), letter("r1", 500, "RuntimeError: again"), letter("r2", 501),
+               letter("r3", 502), letter("r3", 502)]
+    a1, b1, _, a3, b3 = (f"0:{offset}" for offset in produce(deployment, deployment.dlq, letters))
+
+    def replayed_keys() -> list[bytes | None]:
+        return sorted(key for _, _, key in deployment.read_raw(deployment.documents, timeout=10))
+
+    assert "replayed 1 dead letters" in replay(deployment, "--since", b3)  # the later copy of r3
+    out = replay(deployment)
+    assert "replayed 2 dead letters" in out and "1 skipped as already replayed" in out
+    assert "2 skipped as copies of another letter of the same input record" in out  # b1, and a3 (r3 went)
+    assert replayed_keys() == [b"r1", b"r2", b"r3"]
+    state = listed(deployment)
+    assert [n for n in (a1, b1, a3, b3) if state[n]["replayed"]] == [a1, b3]
+
+    out = replay(deployment, "--again")  # again: still once per input record
+    assert "replayed 3 dead letters" in out and "2 skipped as copies" in out
+    assert replayed_keys() == [b"r1", b"r1", b"r2", b"r2", b"r3", b"r3"]

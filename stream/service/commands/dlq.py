@@ -147,6 +147,8 @@ def _summary(report: ReplayReport, topic: str, dry_run: bool) -> str:
         parts.append(f"{len(report.came_back)} skipped as dead letters of a replay (is the cause fixed?)")
     if report.already or report.came_back:
         parts[-1] += " (--again replays them)"
+    if report.copies:
+        parts.append(f"{len(report.copies)} skipped as copies of another letter of the same input record")
     if report.not_replayable:
         parts.append(f"{len(report.not_replayable)} not replayable")
     if report.failed or report.undelivered:

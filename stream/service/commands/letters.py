@@ -53,6 +53,9 @@ class Original:
         return raw is not None and len(raw) == self.length and hashlib.sha256(raw).hexdigest() == self.sha256
 
 
+LetterRecord = tuple[Position, Original, Original]  # an input record: source, original key and value
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     at: Position  # where the letter itself is, in the dead-letter topic
@@ -72,6 +75,13 @@ class DeadLetter:
 
     def preview(self, chars: int = PREVIEW_CHARS) -> str:
         return preview(self.value, chars)
+
+    @property
+    def record(self) -> LetterRecord | None:
+        """The input record this letter stands for (its source and original key and value), None
+        without a source. A record processed again (after a crash, a hand-over, a re-read) is
+        dead-lettered again: letters with the same ``record`` are copies."""
+        return None if self.source is None else (self.source, self.key, self.value)
 
 
 def _original(envelope: dict[str, Any], name: str) -> Original:

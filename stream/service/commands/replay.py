@@ -26,6 +26,7 @@ from typing import Any
 from stream.service.commands.letters import (
     NOT_AN_ENVELOPE,
     DeadLetter,
+    LetterRecord,
     Original,
     Position,
     read_letters,
@@ -124,6 +125,7 @@ def operator_name() -> str:
 class ReplayReport:
     replayed: list[tuple[DeadLetter, Position | None]] = field(default_factory=list)  # None: a dry run
     already: list[DeadLetter] = field(default_factory=list)
+    copies: list[str] = field(default_factory=list)  # letters of an input record another letter replays
     came_back: list[DeadLetter] = field(default_factory=list)  # dead letters of replayed originals
     not_replayable: list[tuple[DeadLetter, str]] = field(default_factory=list)
     failed: list[tuple[DeadLetter, str]] = field(default_factory=list)  # not delivered
@@ -229,16 +231,30 @@ class Sender:
 def plan(settings: Settings, select: Selection, again: bool, ledger: Ledger, report: ReplayReport
          ) -> dict[int, set[int]]:
     """First pass: the offsets (per partition of the dead-letter topic) of the letters to replay; the
-    ones replayed already or dead letters of a replay (unless ``again``) go to ``report``."""
+    ones replayed already or dead letters of a replay (unless ``again``) go to ``report``, and so do
+    copies: of the letters of one input record, one is replayed, and none if one was before."""
+    picked: dict[LetterRecord, Position] = {}  # input record -> the letter that replays it
+    replayed: set[LetterRecord] = set()  # input records a letter of which the ledger holds
     chosen: dict[int, set[int]] = {}
     for letter in read_letters(settings):
+        record = letter.record
+        if record is not None and ledger.replay(letter):
+            replayed.add(record)
         if not select(letter):
             continue
         if not again and ledger.handled(letter):
             (report.already if ledger.replay(letter) else report.came_back).append(letter)
-            continue
-        chosen.setdefault(letter.at.partition, set()).add(letter.at.offset)
-    return chosen
+        elif record is not None and record in picked:
+            report.copies.append(letter.name)
+        else:
+            if record is not None:
+                picked[record] = letter.at
+            chosen.setdefault(letter.at.partition, set()).add(letter.at.offset)
+    for record, at in picked.items():
+        if record in replayed and not again:
+            chosen[at.partition].discard(at.offset)
+            report.copies.append(f"{at.partition}:{at.offset}")
+    return {partition: offsets for partition, offsets in chosen.items() if offsets}
 
 
 def replay(settings: Settings, select: Selection, *, again: bool = False, dry_run: bool = False,
