@@ -160,6 +160,8 @@ def test_copies_of_a_letter_replay_their_input_record_once(deployment: Deploymen
     def replayed_keys() -> list[bytes | None]:
         return sorted(key for _, _, key in deployment.read_raw(deployment.documents, timeout=10))
 
+    result = dlq(deployment, "list")
+    assert "5 dead letters" in result.stderr and "2 copies of another letter's input record" in result.stderr
     assert "replayed 1 dead letters" in replay(deployment, "--since", b3)  # the later copy of r3
     out = replay(deployment)
     assert "replayed 2 dead letters" in out and "1 skipped as already replayed" in out

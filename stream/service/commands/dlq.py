@@ -85,21 +85,26 @@ def list_command(config: str | None, broker: str | None, reasons: tuple[str, ...
     ledger = read_ledger(settings)
     printer = LetterPrinter(as_json, ledger)
     counts: Counter[str] = Counter()
-    handled = 0
+    handled = copies = 0
+    records: set[bytes] = set()
     batch: list[DeadLetter] = []
     for letter in read_letters(settings):
         if not select(letter):
             continue
         counts[letter.code] += 1
         handled += ledger.handled(letter)
+        if letter.record is not None:
+            copies += letter.record in records
+            records.add(letter.record)
         batch.append(letter)
         if len(batch) >= BATCH:
             printer.print(batch)
             batch = []
     printer.print(batch)
     per_code = ", ".join(f"{code} {n}" for code, n in sorted(counts.items()))
-    click.echo(f"{sum(counts.values())} dead letters on {settings.dlq_topic} ({handled} replayed or from a replay)"
-               f"{': ' + per_code if per_code else ''}", err=True)
+    also = f", {copies} copies of another letter's input record" if copies else ""
+    click.echo(f"{sum(counts.values())} dead letters on {settings.dlq_topic} ({handled} replayed or from a replay"
+               f"{also}){': ' + per_code if per_code else ''}", err=True)
 
 
 @command.command("replay")

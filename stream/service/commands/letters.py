@@ -53,9 +53,6 @@ class Original:
         return raw is not None and len(raw) == self.length and hashlib.sha256(raw).hexdigest() == self.sha256
 
 
-LetterRecord = tuple[Position, Original, Original]  # an input record: source, original key and value
-
-
 @dataclass(frozen=True)
 class DeadLetter:
     at: Position  # where the letter itself is, in the dead-letter topic
@@ -77,11 +74,17 @@ class DeadLetter:
         return preview(self.value, chars)
 
     @property
-    def record(self) -> LetterRecord | None:
-        """The input record this letter stands for (its source and original key and value), None
-        without a source. A record processed again (after a crash, a hand-over, a re-read) is
-        dead-lettered again: letters with the same ``record`` are copies."""
-        return None if self.source is None else (self.source, self.key, self.value)
+    def record(self) -> bytes | None:
+        """A digest of the input record this letter stands for (its source and original key and
+        value), None without a source. A record processed again (after a crash, a hand-over, a
+        re-read) is dead-lettered again: letters with the same ``record`` are copies."""
+        if self.source is None:
+            return None
+        digest = hashlib.blake2b(str(self.source).encode(), digest_size=16)
+        for part in (self.key, self.value):
+            digest.update(repr((part.length, part.sha256, None if part.data is None else len(part.data))).encode())
+            digest.update(part.data or b"")
+        return digest.digest()
 
 
 def _original(envelope: dict[str, Any], name: str) -> Original:

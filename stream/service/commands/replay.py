@@ -26,7 +26,6 @@ from typing import Any
 from stream.service.commands.letters import (
     NOT_AN_ENVELOPE,
     DeadLetter,
-    LetterRecord,
     Original,
     Position,
     read_letters,
@@ -233,8 +232,8 @@ def plan(settings: Settings, select: Selection, again: bool, ledger: Ledger, rep
     """First pass: the offsets (per partition of the dead-letter topic) of the letters to replay; the
     ones replayed already or dead letters of a replay (unless ``again``) go to ``report``, and so do
     copies: of the letters of one input record, one is replayed, and none if one was before."""
-    picked: dict[LetterRecord, Position] = {}  # input record -> the letter that replays it
-    replayed: set[LetterRecord] = set()  # input records a letter of which the ledger holds
+    picked: dict[bytes, Position] = {}  # input record -> the letter that replays it
+    replayed: set[bytes] = set()  # input records a letter of which the ledger holds
     chosen: dict[int, set[int]] = {}
     for letter in read_letters(settings):
         record = letter.record
