@@ -14,8 +14,10 @@ awaited, so the consumers have joined and answered before anything is measured. 
   stages draining a backlog in large batches the first verdict appears only after most of the work,
   which overstates the pipeline 2-8x.
 - rounds (``--rounds``): the throughput runs again, in the same order. Each partition count runs 1
-  worker, then one `dedup scan`, then 2 workers: each 2-worker ratio is taken against the scan run
-  just before it (a shared VM's speed drifts within a minute) and the median of the rounds reported.
+  worker, then one `dedup scan`, 2 workers and another scan: each 2-worker ratio is taken against the
+  mean of the scans just before and just after it (a shared VM's speed drifts within a minute; the
+  pair cancels a steady drift), and the median of the rounds reported. The ratio against the scan
+  before alone is kept too (``ratio_2_workers_vs_scan_before``).
 - latency: documents published at fixed rates, fractions (``--rates``, default 0.5) of the 1-worker
   docs/s, for ``--seconds`` each, to 1 worker; latency = verdict ``processed_at`` - the input
   record's timestamp (set at ``produce()`` by a producer that is already connected), i.e. verdict
@@ -35,7 +37,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from statistics import median
+from statistics import mean, median
 from typing import Any
 
 import click
@@ -277,8 +279,8 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
                    "Chinese documents: `dedup bench corpus-zh` builds ~/.cache/stream-dedup/corpora/zh3k/zh3k.jsonl.")
 @click.option("--name", default="e2e", show_default=True, help="File name of the JSON and PNG (without extension).")
 @click.option("--rounds", type=click.IntRange(1), default=3, show_default=True,
-              help="Rounds of the throughput runs, one after the other; each 2-worker run is compared with a scan run "
-                   "just before it and the median of the rounds reported (a shared VM's speed drifts).")
+              help="Rounds of the throughput runs, one after the other; each 2-worker run is compared with the scan runs "
+                   "just before and after it and the median of the rounds reported (a shared VM's speed drifts).")
 @click.option("--publish", type=click.Choice(["backlog", "live"]), default="backlog", show_default=True,
               help="backlog: the documents are published while the workers are stopped, then drained; live: "
                    "published as fast as possible while the workers run (the publisher shares the CPUs).")
@@ -296,21 +298,20 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         click.echo(f"pass-through agent (Faust defaults): {results['pass_through_default']} msgs/s")
         results["pass_through_tuned"] = round(run_pass_through(broker, tmp, values, tuned=True), 1)
         click.echo(f"pass-through agent (tuned batching): {results['pass_through_tuned']} msgs/s")
-        scans, runs = [], []
+        scans: list[float] = []
+        runs: list[dict[str, Any]] = []
         for n in range(rounds):
             for count in counts:
                 for workers in (1, 2):
-                    scan = None
-                    if workers == 2:  # the scan this run is compared with, just before it
-                        scan = round(run_scan(tmp, values), 1)
-                        scans.append(scan)
-                        click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scan} docs/s")
+                    # the 2-worker run is compared with the scans just before and after it
+                    before = _scan(tmp, values, scans, n) if workers == 2 else None
                     r = run_pipeline(broker, tmp, values, workers, count, None, f"r{n}w{workers}p{count}",
                                      backlog=publish == "backlog")
-                    r.update(round=n, scan_docs_per_s=scan)
                     click.echo(f"round {n + 1}: pipeline, {workers} worker(s), {count} partitions: {r['docs_per_s']} "
                                f"docs/s ({r['verdicts']} verdicts, {r['published']}), latency under the backlog "
                                f"{r['latency_ms']}")
+                    after = _scan(tmp, values, scans, n) if workers == 2 else None
+                    r.update(round=n, scan_docs_per_s=before, scan_after_docs_per_s=after)
                     runs.append(r)
         results["publish"] = publish
         results["scan_rounds"] = scans
@@ -322,10 +323,13 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         peak = max(r["docs_per_s"] or 0 for r in runs)
         results["ratio_vs_pass_through_default"] = round(peak / max(1e-9, results["pass_through_default"]), 2)
         results["ratio_vs_pass_through_tuned"] = round(peak / max(1e-9, results["pass_through_tuned"]), 2)
-        per_round = {str(c): [round((r["docs_per_s"] or 0) / r["scan_docs_per_s"], 2) for r in runs
-                              if r["workers"] == 2 and r["partitions"] == c] for c in counts}
-        results["ratio_2_workers_vs_scan_rounds"] = per_round
-        results["ratio_2_workers_vs_scan"] = {c: round(median(ratios), 2) for c, ratios in per_round.items()}
+        pairs = [r for r in runs if r["workers"] == 2]
+        for key, scans_of in (("ratio_2_workers_vs_scan", ("scan_docs_per_s", "scan_after_docs_per_s")),
+                              ("ratio_2_workers_vs_scan_before", ("scan_docs_per_s",))):
+            per_round = {str(c): [round((r["docs_per_s"] or 0) / mean(r[k] for k in scans_of), 2)
+                                  for r in pairs if r["partitions"] == c] for c in counts}
+            results[key + "_rounds"] = per_round
+            results[key] = {c: round(median(ratios), 2) for c, ratios in per_round.items()}
         results["every_document_answered"] = all(r["verdicts"] == len(values) for r in runs)
         results["worker_logs"] = str(tmp)
     results["machine"] = machine()
@@ -335,6 +339,7 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
     _plot(results, out_dir / f"{name}.png")
     click.echo(json.dumps({k: results[k] for k in ("ratio_vs_pass_through_default", "ratio_vs_pass_through_tuned",
                                                    "ratio_2_workers_vs_scan", "ratio_2_workers_vs_scan_rounds",
+                                                   "ratio_2_workers_vs_scan_before_rounds",
                                                    "every_document_answered")}))
     click.echo(f"wrote {out_dir / name}.json and .png (worker logs in {tmp})")
 
@@ -352,6 +357,14 @@ def _latency_sweep(broker: EmbeddedBroker, tmp: Path, values: list[bytes], one: 
                    f"{one['partitions']} partitions, {r['verdicts']}/{n} verdicts): {r['latency_ms']}")
         sweep.append(r)
     return sweep
+
+
+def _scan(tmp: Path, values: list[bytes], scans: list[float], n: int) -> float:
+    """One `dedup scan` run (``run_scan``), printed and added to ``scans``."""
+    scan = round(run_scan(tmp, values), 1)
+    scans.append(scan)
+    click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scan} docs/s")
+    return scan
 
 
 def run_scan(tmp: Path, values: list[bytes]) -> float:
