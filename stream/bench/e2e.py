@@ -279,8 +279,9 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
                    "Chinese documents: `dedup bench corpus-zh` builds ~/.cache/stream-dedup/corpora/zh3k/zh3k.jsonl.")
 @click.option("--name", default="e2e", show_default=True, help="File name of the JSON and PNG (without extension).")
 @click.option("--rounds", type=click.IntRange(1), default=3, show_default=True,
-              help="Rounds of the throughput runs, one after the other; each 2-worker run is compared with the scan runs "
-                   "just before and after it and the median of the rounds reported (a shared VM's speed drifts).")
+              help="Rounds of the throughput runs, one after the other; each 2-worker run is compared with the "
+                   "scan runs just before and after it and the median of the rounds reported (a shared VM's speed "
+                   "drifts).")
 @click.option("--publish", type=click.Choice(["backlog", "live"]), default="backlog", show_default=True,
               help="backlog: the documents are published while the workers are stopped, then drained; live: "
                    "published as fast as possible while the workers run (the publisher shares the CPUs).")

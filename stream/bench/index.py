@@ -137,6 +137,10 @@ def command(
 ) -> None:
     """Block index vs no re-splitting vs simhash.SimhashIndex: latency, candidates, disk bytes; and the
     product's path (Detector.probe_many on disk) on a stream with near copies, beside the peer."""
+    unknown = set(product_variants.split(",")) - {"probe_many", "probe"} - {""}
+    if unknown:
+        raise click.BadParameter(f"{', '.join(sorted(unknown))}: the product variants are probe_many and probe "
+                                 "(the peer always runs)", param_hint="--product-variants")
     out.mkdir(parents=True, exist_ok=True)
     tmp_root = out / "tmp"
     rows: list[Row] = []
