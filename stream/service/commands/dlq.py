@@ -93,9 +93,10 @@ def list_command(config: str | None, broker: str | None, reasons: tuple[str, ...
             continue
         counts[letter.code] += 1
         handled += ledger.handled(letter)
-        if letter.record is not None:
-            copies += letter.record in records
-            records.add(letter.record)
+        record = letter.record
+        if record is not None:
+            copies += record in records
+            records.add(record)
         batch.append(letter)
         if len(batch) >= BATCH:
             printer.print(batch)
