@@ -71,7 +71,8 @@ class InputLedger:
         self._idle_after, self._stall_after = idle_after, stall_after
         self._last_batch = -math.inf  # when the agent last received records (any partition)
         self._active: dict[TP, float] = {}  # when the partition last delivered a record (or was sought)
-        self._behind: dict[TP, tuple[int, float]] = {}  # position a check first saw behind the end, when
+        # when a check first saw the partition behind its end (a later delivery moves _active past it)
+        self._behind: dict[TP, float] = {}
         self._save_every = save_every
         self._saved_at: dict[TP, float] = {}  # when a position of the partition was last written
         self._retry_after = retry_after
@@ -151,9 +152,7 @@ class InputLedger:
             if position is None or position >= end or tp in self._seeking:
                 self._behind.pop(tp, None)
                 continue
-            if self._behind.get(tp, (None,))[0] != position:
-                self._behind[tp] = (position, now)
-            silent = now - max(self._active.setdefault(tp, now), self._behind[tp][1])
+            silent = now - max(self._active.setdefault(tp, now), self._behind.setdefault(tp, now))
             if silent < self._stall_after and (silent < self._idle_after or now - self._last_batch < self._idle_after):
                 continue
             self.stalls_found += 1
