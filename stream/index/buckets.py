@@ -55,7 +55,7 @@ class SplitBucket(Bucket):
     objects each): at Zipf 1M they did not fit the read cache, which then rebuilt and evicted
     whole subtrees on every query (docs/index.md, "Decisions")."""
 
-    __slots__ = ("aux", "markers", "rests", "sorted", "values")
+    __slots__ = ("aux", "markers", "matched", "rests", "sorted", "values")
 
     def __init__(self, aux: int = 0) -> None:
         super().__init__(split=True)
@@ -69,6 +69,9 @@ class SplitBucket(Bucket):
         # per group: (entry positions in value order, their values, count): ``matching``'s index of
         # the first count entries; later ones are compared directly until a re-sort
         self.sorted: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+        # per group: the last ``matching`` call (entry count, values, its answer): a batch run asks
+        # the same of a node twice, for its query and for its insert's leaf counters
+        self.matched: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def add(self, handle: int, fingerprint: int, rest: int) -> None:
         self.handles.append(handle)
@@ -86,6 +89,7 @@ class SplitBucket(Bucket):
         del self.rests[i]
         self.values.clear()  # positions moved
         self.sorted.clear()
+        self.matched.clear()
 
     def matching(self, scheme: BlockScheme, group: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(query positions q, entry positions e) with entry e's sub-key value in ``group`` equal to
@@ -93,18 +97,22 @@ class SplitBucket(Bucket):
         Binary search in a sorted index of the entries, re-sorted once a quarter of them came later."""
         column = self.group_values(scheme, group)
         n = len(column)
+        values = values.astype(column.dtype)
+        last = self.matched.get(group)
+        if last is not None and last[0] == n and np.array_equal(last[1], values):
+            return last[2], last[3]
         order, ordered, upto = self.sorted.get(group, (_NO_POSITIONS, _NO_VALUES, 0))
         if n - upto > max(64, upto // 4):
             order = np.argsort(column, kind="stable")
             ordered, upto = column[order], n
             self.sorted[group] = (order, ordered, upto)
-        values = values.astype(column.dtype)
         queries, entries = _equal_pairs(order, ordered, values)
         if upto < n:  # the entries added since the sort: sorted here, once per call
             later = column[upto:n]
             later_order = np.argsort(later, kind="stable")
             q, e = _equal_pairs(later_order, later[later_order], values)
             queries, entries = np.concatenate([queries, q]), np.concatenate([entries, e + upto])
+        self.matched[group] = (n, values, queries, entries)
         return queries, entries
 
     def group_values(self, scheme: BlockScheme, group: int) -> np.ndarray:

@@ -104,7 +104,7 @@ def candidates(table: BucketTable, visits: list[NodeVisit], fps: np.ndarray,
         for group, positions, values in visit.leaves:
             queries, entries = node.matching(table.scheme, group, values)
             docs = visit.docs[positions[queries]]
-            np.add.at(counts, docs, 1)
+            counts += np.bincount(docs, minlength=len(counts))
             near = np.bitwise_count(entry_fps[entries] ^ fps[docs]) <= k
             found_docs.append(docs[near])
             found_handles.append(entry_handles[entries[near]])
