@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
-from stream.fingerprint import Fingerprint, serialized_bands, without_bands
+from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.similarity import Overlap, overlap
 from stream.index import BatchBands, BlockIndex, IndexHit
 
@@ -129,10 +129,9 @@ class Detector:
         serialized = [raw if (raw := given[i]) is not None else fp.to_bytes() for i, fp in zip(live, docs, strict=True)]
         chosen = None if tables is None else [tables[i] for i in live]
         simhashes = [fp.simhash for fp in docs]
-        bands: BatchBands | None = serialized_bands(serialized, self.index.bands)
-        if bands is None:  # documents with no or other bands: the index says which is wrong
-            bands = [tuple(fp.bands) for fp in docs]
-        payloads = list(map(without_bands, serialized))
+        band_array, payloads = split_bands(serialized, self.index.bands)
+        # documents with no or other bands: the index says which is wrong
+        bands: BatchBands = [tuple(fp.bands) for fp in docs] if band_array is None else band_array
         if insert:
             hits = self.index.query_insert_many(simhashes, [fp.doc_id for fp in docs], [orders[i][0] for i in live],
                                                 bands, chosen, payloads, once=self.once)

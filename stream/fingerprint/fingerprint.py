@@ -82,14 +82,17 @@ def without_bands(raw: bytes) -> bytes:
     return b"".join((raw[: _HEAD.size - _BAND_COUNT.size], b"\0\0", raw[_HEAD.size + 16 * count :]))
 
 
-def serialized_bands(raws: Sequence[bytes], bands: int) -> np.ndarray | None:
-    """The LSH bands of serialized fingerprints (``Fingerprint.to_bytes``) as an ``(n, bands, 2)``
-    uint64 array of (value, extension), read from the bytes without decoding them (~0.1 us per
-    fingerprint against ~3 us from ``Fingerprint.bands``' Python ints); None unless every one has
-    ``bands`` bands."""
+def split_bands(raws: Sequence[bytes], bands: int) -> tuple[np.ndarray | None, list[bytes]]:
+    """The LSH bands of serialized fingerprints (``Fingerprint.to_bytes``) and each one
+    ``without_bands``. The bands come as an ``(n, bands, 2)`` uint64 array of (value, extension), read
+    from the bytes without decoding them (~0.1 us per fingerprint against ~3 us from
+    ``Fingerprint.bands``' Python ints), or None unless every one has ``bands`` bands; then every
+    band list ends at the same offset, so each is cut out without reading its count."""
     count = bands.to_bytes(2, "little")
-    start, stop = _HEAD.size, _HEAD.size + 16 * bands
-    if any(raw[_HEAD.size - 2 : _HEAD.size] != count for raw in raws):
-        return None
-    flat = np.frombuffer(b"".join(raw[start:stop] for raw in raws), dtype="<u8")
-    return flat.astype(np.uint64).reshape(len(raws), bands, 2)
+    head, start, stop = _HEAD.size - _BAND_COUNT.size, _HEAD.size, _HEAD.size + 16 * bands
+    if any(raw[head:start] != count for raw in raws):
+        return None, list(map(without_bands, raws))
+    flat = np.frombuffer(b"".join([raw[start:stop] for raw in raws]), dtype="<u8")
+    none = b"\0\0"
+    payloads = [b"".join((raw[:head], none, raw[stop:])) for raw in raws]
+    return flat.astype(np.uint64).reshape(len(raws), bands, 2), payloads
