@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,5 @@ def test_demo_runs_end_to_end_and_summarizes() -> None:
     # ready as soon as the worker is (its READY file), not after a start-up timeout (was 90 s)
     assert elapsed < 60, f"demo took {elapsed:.0f} s"
     assert "Traceback" not in out + done.stderr and "FAIL|rdkafka" not in out + done.stderr
+    state = re.search(r"state in (\S+)", out)
+    assert state and not Path(state.group(1)).exists(), out  # every document answered: nothing left behind

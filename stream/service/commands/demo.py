@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,18 +48,22 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     lines = sample_lines(data)
     root = Path(tempfile.mkdtemp(prefix="dedup-demo-"))
     broker = EmbeddedBroker(log_path=root / "tansu.log").start()
-    console.print(f"[bold]embedded broker[/bold] tansu on {broker.bootstrap} (in memory); state in {root}")
+    console.print(f"[bold]embedded broker[/bold] tansu on {broker.bootstrap} (in memory); state in {root} "
+                  "(removed when every document got its verdict)")
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_PARTITIONS": str(partitions),
            "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_APP_ID": "dedup-demo"}
     settings = load_settings(env=env)
     apply_topology(settings, lambda m: console.print(f"[dim]{m}[/dim]"))
     procs = start_workers(workers, env, root)
+    answered = False
     try:
         with console.status(f"starting {workers} worker(s) (consumer-group join, table recovery)..."):
             _wait_ready(root, procs)
         started = _publish(settings, lines, console)
-        stats, last_at = _follow(settings, len({json.loads(line)["id"] for line in lines}), procs, root, console)
+        documents = len({json.loads(line)["id"] for line in lines})
+        stats, last_at = _follow(settings, documents, procs, root, console)
         _summarize(stats, max(1e-9, last_at - started), console)
+        answered = len(stats.latest) >= documents
         if keep_running:
             broker.register()
             console.print(f"broker and worker keep running: `dedup verdicts` (or --broker {broker.url}); "
@@ -71,6 +76,16 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     finally:
         _stop(procs)
         broker.stop()
+        _tidy(root, answered, console)
+
+
+def _tidy(root: Path, answered: bool, console: Any) -> None:
+    """The in-memory broker is gone, so the workers' state cannot serve again: removed once every
+    document was answered; otherwise kept for its logs."""
+    if answered:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        console.print(f"not every document got a verdict: the worker and broker logs are kept in {root}")
 
 
 def _publish(settings: Settings, lines: list[str], console: Any) -> float:
