@@ -13,6 +13,8 @@ from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, Sketch, SketchSpec
 
 _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
 _BAND_COUNT = struct.Struct("<H")  # the head's last field
+_BAND_COUNT_AT = _HEAD.size - _BAND_COUNT.size
+_NO_BANDS = _BAND_COUNT.pack(0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,10 +78,10 @@ def without_bands(raw: bytes) -> bytes:
     """A serialized fingerprint with an empty band list: the form the detector stores. The index
     keeps every document's band values in its record already, verification reads the sketch, and
     the 24 bands are 384 of ~970 bytes that each write copies (``Detector``)."""
-    (count,) = _BAND_COUNT.unpack_from(raw, _HEAD.size - _BAND_COUNT.size)
+    (count,) = _BAND_COUNT.unpack_from(raw, _BAND_COUNT_AT)
     if not count:
         return raw
-    return b"".join((raw[: _HEAD.size - _BAND_COUNT.size], b"\0\0", raw[_HEAD.size + 16 * count :]))
+    return b"".join((raw[:_BAND_COUNT_AT], _NO_BANDS, raw[_HEAD.size + 16 * count :]))
 
 
 def split_bands(raws: Sequence[bytes], bands: int) -> tuple[np.ndarray | None, list[bytes]]:
@@ -88,11 +90,10 @@ def split_bands(raws: Sequence[bytes], bands: int) -> tuple[np.ndarray | None, l
     from the bytes without decoding them (~0.1 us per fingerprint against ~3 us from
     ``Fingerprint.bands``' Python ints), or None unless every one has ``bands`` bands; then every
     band list ends at the same offset, so each is cut out without reading its count."""
-    count = bands.to_bytes(2, "little")
-    head, start, stop = _HEAD.size - _BAND_COUNT.size, _HEAD.size, _HEAD.size + 16 * bands
-    if any(raw[head:start] != count for raw in raws):
+    count = _BAND_COUNT.pack(bands)
+    start, stop = _HEAD.size, _HEAD.size + 16 * bands
+    if any(raw[_BAND_COUNT_AT:start] != count for raw in raws):
         return None, list(map(without_bands, raws))
     flat = np.frombuffer(b"".join([raw[start:stop] for raw in raws]), dtype="<u8")
-    none = b"\0\0"
-    payloads = [b"".join((raw[:head], none, raw[stop:])) for raw in raws]
+    payloads = [b"".join((raw[:_BAND_COUNT_AT], _NO_BANDS, raw[stop:])) for raw in raws]
     return flat.astype(np.uint64).reshape(len(raws), bands, 2), payloads
