@@ -16,6 +16,8 @@ from topology.model import TopicSpec, Topology
 class Drift:
     topic: str
     problem: str
+    role: str = ""  # the topic's role in the topology
+    partitions: bool = False  # a partition count differs (the rest: configs)
 
     def __str__(self) -> str:
         return f"{self.topic}: {self.problem}"
@@ -60,12 +62,13 @@ def _describe(admin: Any, names: list[str], timeout: float) -> tuple[dict[str, i
 def _compare(spec: TopicSpec, partitions: int, configs: dict[str, str] | None) -> list[Drift]:
     drift = []
     if partitions != spec.partitions:
-        drift.append(Drift(spec.name, f"has {partitions} partitions, topology says {spec.partitions}"))
+        drift.append(Drift(spec.name, f"has {partitions} partitions, topology says {spec.partitions}", spec.role,
+                           partitions=True))
     if configs is not None:
         for key, want in spec.configs.items():
             have = configs.get(key)
             if have != want:
-                drift.append(Drift(spec.name, f"{key}={have!r}, topology says {want!r}"))
+                drift.append(Drift(spec.name, f"{key}={have!r}, topology says {want!r}", spec.role))
     return drift
 
 

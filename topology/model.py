@@ -1,4 +1,4 @@
-"""Topology model: topics.yaml rendered for one deployment (app id, topic names, partitions)."""
+"""Topology model: topics.yaml rendered for one deployment (app id, topic names, partition counts)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import yaml
 
 DEFAULT_APP_ID = "dedup"
 DEFAULT_PARTITIONS = 8
+DEFAULT_INDEX_PARTITIONS = 2
 DEFAULT_REPLICATION = 1
 
 
@@ -62,20 +63,22 @@ def load_topology(
     documents: str = "documents",
     verdicts: str = "verdicts",
     dlq: str = "documents.dlq",
+    index_partitions: int = DEFAULT_INDEX_PARTITIONS,
 ) -> Topology:
     """Render topics.yaml for one deployment."""
-    if partitions < 1 or replication < 1:
-        raise ValueError("partitions and replication must be >= 1")
+    if partitions < 1 or replication < 1 or index_partitions < 1:
+        raise ValueError("partitions, index_partitions and replication must be >= 1")
     data = raw_topology()
     defaults = data.get("defaults") or {}
     names = {"app_id": app_id, "documents": documents, "verdicts": verdicts, "dlq": dlq}
     specs = []
     for entry in data["topics"]:
+        count = entry.get("partitions") or defaults.get("partitions") or partitions
         specs.append(
             TopicSpec(
                 name=str(entry["name"]).format(**names),
                 role=str(entry["role"]),
-                partitions=int(entry.get("partitions") or defaults.get("partitions") or partitions),
+                partitions=index_partitions if count == "index" else int(count),
                 replication=int(entry.get("replication") or defaults.get("replication") or replication),
                 configs={str(k): str(v) for k, v in (entry.get("configs") or {}).items()},
                 key=str(entry.get("key", "")),

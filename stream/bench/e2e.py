@@ -13,9 +13,11 @@ awaited, so the consumers have joined and answered before anything is measured. 
   (last - first verdict arrival) over a backlog published before the workers start: with three
   stages draining a backlog in large batches the first verdict appears only after most of the work,
   which overstates the pipeline 2-8x.
-- rounds (``--rounds``): the throughput runs again, in the same order. Each partition count runs 1
-  worker, then one `dedup scan`, 2 workers and another scan: each 2-worker ratio is taken against the
-  mean of the scans just before and just after it (a shared VM's speed drifts within a minute; the
+- layouts (``--partitions``): partition counts, the documents and gather topics' and the block
+  index's (``P:I``).
+- rounds (``--rounds``): the throughput runs again, in the same order. Each layout runs 1 worker,
+  then one `dedup scan`, 2 workers and another scan: each 2-worker ratio is taken against the mean of
+  the scans just before and just after it (a shared VM's speed drifts within a minute; the
   pair cancels a steady drift), and the median of the rounds reported. The ratio against the scan
   before alone is kept too (``ratio_2_workers_vs_scan_before``).
 - latency: documents published at fixed rates, fractions (``--rates``, default 0.5) of the 1-worker
@@ -45,6 +47,9 @@ import click
 from stream.bench.common import machine, pyplot, stamp, versions
 from stream.service.commands.verdicts import percentile
 from stream.service.runtime.embedded import EmbeddedBroker
+from topology.model import DEFAULT_INDEX_PARTITIONS
+
+Layout = tuple[int, int]  # (partitions, index_partitions)
 
 PASS_THROUGH = '''
 import sys, json, faust
@@ -63,6 +68,22 @@ async def passthrough(stream):
 
 faust.Worker(app, loglevel="error", quiet=True).execute_from_commandline()
 '''
+
+
+def parse_layouts(text: str) -> list[Layout]:
+    """``8,2:2`` -> [(8, the default index partitions), (2, 2)]."""
+    layouts = []
+    for entry in text.split(","):
+        partitions, _, index = entry.strip().partition(":")
+        layout = (int(partitions), int(index) if index else DEFAULT_INDEX_PARTITIONS)
+        if min(layout) < 1:
+            raise click.BadParameter(f"{entry!r}: partition counts are >= 1", param_hint="--partitions")
+        layouts.append(layout)
+    return layouts
+
+
+def layout_name(layout: Layout) -> str:
+    return f"{layout[0]}:{layout[1]}"
 
 
 def _docs(n: int, corpus: Path | None = None) -> list[bytes]:
@@ -182,15 +203,18 @@ def _ready(broker: EmbeddedBroker, values: list[bytes], topic: str, out_topic: s
     assert len(got) >= len(values), f"warm-up: {len(got)} of {len(values)} outputs"
 
 
-def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers: int, partitions: int,
+def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers: int, layout: Layout,
                  rate: float | None, tag: str, warmup: int = 20, backlog: bool = False) -> dict[str, Any]:
-    """Start ``workers``, warm them up with ``warmup`` documents, then publish ``values``: as fast as
-    possible (``rate`` None: docs/s = documents / (last verdict's processed_at - publish start)), as a
+    """Start ``workers`` with the partition counts ``layout``, warm them up with ``warmup`` documents,
+    then publish ``values``: as fast as possible (``rate`` None: docs/s = documents / (last verdict's
+    processed_at - publish start)), as a
     ``backlog`` (the workers stopped while it is published: docs/s from their resumption), or at a
     fixed ``rate`` (latency = processed_at - the input record's timestamp, i.e. verdict produced
     minus published, for every document after the warm-up)."""
     app = f"bench-{tag}"
+    partitions, index_partitions = layout
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_APP_ID": app, "DEDUP_PARTITIONS": str(partitions),
+           "DEDUP_INDEX_PARTITIONS": str(index_partitions),
            "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_DOCUMENTS_TOPIC": f"documents-{tag}",
            "DEDUP_VERDICTS_TOPIC": f"verdicts-{tag}", "DEDUP_DLQ_TOPIC": f"dlq-{tag}", "DEDUP_LOG_LEVEL": "info"}
     from stream.service.runtime.worker import apply_topology
@@ -230,7 +254,8 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
     lat = sorted(float(v["processed_at"]) - float(v["source"]["timestamp"]) for v in firsts)
     done = max((float(v["processed_at"]) for v in firsts), default=t_publish)
     return {
-        "workers": workers, "partitions": partitions, "documents": len(values), "verdicts": len(firsts),
+        "workers": workers, "partitions": partitions, "index_partitions": index_partitions,
+        "layout": layout_name(layout), "documents": len(values), "verdicts": len(firsts),
         "revisions": sum(1 for _, v, _ in got if v is not None and v.get("revised")),
         "docs_per_s": round(len(firsts) / max(1e-9, done - t_publish), 1) if rate is None else None,
         "offered_rate": rate,
@@ -266,9 +291,10 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
 
 @click.command()
 @click.option("--documents", "-n", type=int, default=4000, show_default=True, help="Documents per throughput run.")
-@click.option("--partitions", default="2,4,8", show_default=True,
-              help="Partitions per topic, comma separated: 1 and 2 workers run at each (a document is indexed in "
-                   "every partition that owns one of its table keys); the latency runs use the first.")
+@click.option("--partitions", default="8,2:2,8:8", show_default=True,
+              help="Partition layouts, comma separated, each P (the documents and gather topics; the index gets the "
+                   "worker's default) or P:I (I index partitions: a document is indexed in every index partition "
+                   "that owns one of its table keys): 1 and 2 workers run at each; the latency runs use the first.")
 @click.option("--rates", default="0.5", show_default=True,
               help="Offered rates for the latency runs, as fractions of the 1-worker peak (e.g. 0.25,0.5,0.75).")
 @click.option("--seconds", type=float, default=20.0, show_default=True, help="Length of each latency run.")
@@ -290,9 +316,10 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
     """End-to-end throughput and latency vs a pass-through agent (embedded broker), and the same documents
     through one `dedup scan` process in the same run."""
     values = _docs(documents, corpus)
-    counts = [int(p) for p in partitions.split(",")]
+    layouts = parse_layouts(partitions)
     tmp = Path(tempfile.mkdtemp(prefix="dedup-bench-"))
-    results: dict[str, Any] = {"documents": len(values), "partitions": counts, "cpus": os.cpu_count(),
+    results: dict[str, Any] = {"documents": len(values), "layouts": [layout_name(x) for x in layouts],
+                               "cpus": os.cpu_count(),
                                "corpus": str(corpus) if corpus else "bundled sample, copies"}
     with EmbeddedBroker(log_path=tmp / "tansu.log") as broker:
         results["pass_through_default"] = round(run_pass_through(broker, tmp, values, tuned=False), 1)
@@ -302,15 +329,15 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         scans: list[float] = []
         runs: list[dict[str, Any]] = []
         for n in range(rounds):
-            for count in counts:
+            for layout in layouts:
                 for workers in (1, 2):
                     # the 2-worker run is compared with the scans just before and after it
                     before = _scan(tmp, values, scans, n) if workers == 2 else None
-                    r = run_pipeline(broker, tmp, values, workers, count, None, f"r{n}w{workers}p{count}",
-                                     backlog=publish == "backlog")
-                    click.echo(f"round {n + 1}: pipeline, {workers} worker(s), {count} partitions: {r['docs_per_s']} "
-                               f"docs/s ({r['verdicts']} verdicts, {r['published']}), latency under the backlog "
-                               f"{r['latency_ms']}")
+                    r = run_pipeline(broker, tmp, values, workers, layout, None,
+                                     f"r{n}w{workers}p{layout[0]}i{layout[1]}", backlog=publish == "backlog")
+                    click.echo(f"round {n + 1}: pipeline, {workers} worker(s), {layout_name(layout)} partitions "
+                               f"(documents:index): {r['docs_per_s']} docs/s ({r['verdicts']} verdicts, "
+                               f"{r['published']}), latency under the backlog {r['latency_ms']}")
                     after = _scan(tmp, values, scans, n) if workers == 2 else None
                     r.update(round=n, scan_docs_per_s=before, scan_after_docs_per_s=after)
                     runs.append(r)
@@ -327,8 +354,8 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         pairs = [r for r in runs if r["workers"] == 2]
         for key, scans_of in (("ratio_2_workers_vs_scan", ("scan_docs_per_s", "scan_after_docs_per_s")),
                               ("ratio_2_workers_vs_scan_before", ("scan_docs_per_s",))):
-            per_round = {str(c): [round((r["docs_per_s"] or 0) / mean(r[k] for k in scans_of), 2)
-                                  for r in pairs if r["partitions"] == c] for c in counts}
+            per_round = {c: [round((r["docs_per_s"] or 0) / mean(r[k] for k in scans_of), 2)
+                             for r in pairs if r["layout"] == c] for c in results["layouts"]}
             results[key + "_rounds"] = per_round
             results[key] = {c: round(median(ratios), 2) for c, ratios in per_round.items()}
         results["every_document_answered"] = all(r["verdicts"] == len(values) for r in runs)
@@ -352,10 +379,11 @@ def _latency_sweep(broker: EmbeddedBroker, tmp: Path, values: list[bytes], one: 
     for fraction in sorted(float(f) for f in rates.split(",")):
         rate = max(1.0, (one["docs_per_s"] or 0) * fraction)
         n = min(len(values), max(50, int(rate * seconds)))
-        r = run_pipeline(broker, tmp, values[:n], 1, one["partitions"], rate, f"lat{int(fraction * 100)}")
+        r = run_pipeline(broker, tmp, values[:n], 1, (one["partitions"], one["index_partitions"]), rate,
+                         f"lat{int(fraction * 100)}")
         r["fraction_of_peak"] = fraction
         click.echo(f"latency at {fraction:.2f} of the 1-worker peak ({rate:.0f} docs/s offered, 1 worker, "
-                   f"{one['partitions']} partitions, {r['verdicts']}/{n} verdicts): {r['latency_ms']}")
+                   f"{one['layout']} partitions, {r['verdicts']}/{n} verdicts): {r['latency_ms']}")
         sweep.append(r)
     return sweep
 
@@ -385,8 +413,8 @@ def run_scan(tmp: Path, values: list[bytes]) -> float:
 def _plot(results: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.4))
-    configs = sorted({(r["partitions"], r["workers"]) for r in results["throughput"]})
-    rounds = [[r["docs_per_s"] for r in results["throughput"] if (r["partitions"], r["workers"]) == c] for c in configs]
+    configs = sorted({(r["layout"], r["workers"]) for r in results["throughput"]})
+    rounds = [[r["docs_per_s"] for r in results["throughput"] if (r["layout"], r["workers"]) == c] for c in configs]
     labels = ["pass-\nthrough\n(default)", "pass-\nthrough\n(tuned)", "dedup\nscan\n(1 proc.)"] + [
         f"{w} w.\n{p} p." for p, w in configs]
     values = [results["pass_through_default"], results["pass_through_tuned"], results["scan_docs_per_s"]] + [

@@ -80,7 +80,10 @@ class Settings:
     broker: str | None = None  # kafka://host:port[;host:port]; None = start the embedded broker
     app_id: str = "dedup"
     data_dir: Path = Path("dedup-data")
-    partitions: int = 8
+    partitions: int = 8  # of the documents, gather and gather-state topics: bounds the useful workers
+    # of the block index (probe topic, block table): each index partition indexes every document one of
+    # whose 28 table keys it owns, so few are cheapest (docs/service.md, "Partitions")
+    index_partitions: int = 2
     replication: int = 1
     documents_topic: str = "documents"
     verdicts_topic: str = "verdicts"
@@ -150,6 +153,7 @@ class Settings:
         return load_topology(
             app_id=self.app_id,
             partitions=self.partitions,
+            index_partitions=self.index_partitions,
             replication=self.replication,
             documents=self.documents_topic,
             verdicts=self.verdicts_topic,
@@ -183,7 +187,7 @@ def _coerce(name: str, raw: Any) -> Any:
         if name == "retention" and str(raw).strip().lower() in ("", "none"):
             return _NONE
         return parse_duration(raw, name)
-    if name in {"partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
+    if name in {"partitions", "index_partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
                 "fetch_max_wait_ms", "max_message_bytes", "containment_min_shingles", "max_matches", "bands",
                 "prefix_bands", "short_text_chars"}:
         try:

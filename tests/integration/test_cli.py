@@ -86,3 +86,43 @@ def test_the_broker_command_stops_tansu_on_sigterm_and_is_found_by_other_command
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_worker_refuses_topics_with_other_partition_counts(deployment: Any) -> None:
+    """Partition counts decide which partition owns a bucket or a document: a worker whose settings say
+    other counts than the existing topics stops with exit 3 and one line naming them, before consuming."""
+    deployment.apply_topology()  # the documents' 4 partitions and the index's default 2
+    env = {**deployment.env(), "DEDUP_INDEX_PARTITIONS": "3"}
+    result = subprocess.run([sys.executable, "-m", "stream", "worker", "--data-dir", str(deployment.tmp / "w")],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    error = [line for line in result.stderr.splitlines() if "index_partitions=3" in line]
+    assert len(error) == 1, result.stderr
+    assert f"{deployment.app_id}-probe: has 2 partitions" in error[0]
+    assert f"{deployment.app_id}-blocks-changelog: has 2 partitions" in error[0]
+    assert deployment.documents not in error[0]  # its count agrees
+
+
+def test_publishing_first_creates_the_topics_with_the_topology_s_partition_counts(broker: Any,
+                                                                                 tmp_path: Path) -> None:
+    """`dedup publish` before any worker: the documents topic (and the rest of the topology) gets the
+    settings' partition counts, not the broker's default (which a worker refuses: the test above)."""
+    from confluent_kafka.admin import AdminClient
+
+    from stream.bench.harness import Deployment
+
+    deployment = Deployment(broker, tmp_path)  # its topics not made
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": f"d{i}", "text": f"文档 {i}"}) + "\n" for i in range(5)))
+    env = {**deployment.env(), "DEDUP_PARTITIONS": "3"}
+    result = subprocess.run([sys.executable, "-m", "stream", "publish", str(source)], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "created topics:" in result.stderr and "published 5 documents" in result.stderr
+    topics = AdminClient({"bootstrap.servers": deployment.broker.bootstrap}).list_topics(timeout=10).topics
+    assert len(topics[deployment.documents].partitions) == 3
+    assert len(topics[f"{deployment.app_id}-probe"].partitions) == 2  # the index's default
+    again = subprocess.run([sys.executable, "-m", "stream", "publish", str(source)], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "created topics" not in again.stderr, again.stderr

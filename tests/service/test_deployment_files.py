@@ -44,7 +44,7 @@ def test_compose_settings_are_real_worker_settings() -> None:
 
     env = {k: str(v) for k, v in _compose()["x-dedup-env"].items()}
     settings = load_settings(env=env)
-    assert settings.broker == "kafka://kafka:9092" and settings.partitions == 8
+    assert settings.broker == "kafka://kafka:9092" and (settings.partitions, settings.index_partitions) == (8, 2)
     assert (settings.metrics_host, settings.metrics_port) == ("0.0.0.0", 9100)
 
 

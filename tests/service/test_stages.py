@@ -17,8 +17,9 @@ from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipel
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.stages.records import Hops
 
-PARTITIONS = 4
-TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS)
+PARTITIONS, INDEX_PARTITIONS = 4, 3  # different counts: nothing may mix the two up
+TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS, INDEX_PARTITIONS)
+EVERYTHING = {("probe", p) for p in range(INDEX_PARTITIONS)} | {("gather", p) for p in range(PARTITIONS)}
 CONFIG = FingerprintConfig(segmenter="auto")
 MATCHING = MatchSettings()
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "tang_small.jsonl"
@@ -46,22 +47,23 @@ class Out:
         return [(p, v) for p, v in mine if p is not None]
 
 
-def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = True) -> Pipeline:
+def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = True, topics: Topics = TOPICS
+            ) -> Pipeline:
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
-    return Pipeline(DocumentStage(CONFIG, MATCHING, TOPICS, out),  # type: ignore[arg-type]
-                    ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out, verify_once=verify_once),  # type: ignore[arg-type]
-                    GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
-                    out, TOPICS, owned=lambda: owned)  # type: ignore[arg-type]
+    return Pipeline(DocumentStage(CONFIG, MATCHING, topics, out),  # type: ignore[arg-type]
+                    ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out, verify_once=verify_once),  # type: ignore[arg-type]
+                    GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
+                    out, topics, owned=lambda: owned)  # type: ignore[arg-type]
 
 
 def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, int]], batch: int = 7,
-         verify_once: bool = True, out: Out | None = None) -> tuple[dict[str, Any], int]:
+         verify_once: bool = True, out: Out | None = None, topics: Topics = TOPICS) -> tuple[dict[str, Any], int]:
     """Documents in batches (a (key, None) pair is a tombstone); the probe and gather messages sent over
     'Kafka' are consumed after each batch, as the agents would. Returns the final verdict per document
     (a tombstone removes one) and the number of internal messages."""
     out = out or Out()
-    pipeline = _worker(out, owned, verify_once)
+    pipeline = _worker(out, owned, verify_once, topics)
     internal = 0
     for i in range(0, len(values), batch):
         records = []
@@ -103,14 +105,24 @@ def test_local_hops_give_the_same_verdicts_as_kafka_hops() -> None:
     """Hops to owned partitions skip Kafka; the final verdicts (including revisions) do not depend on
     which partitions a worker owns."""
     values = _fixture(120)
-    everything = {(t, p) for t in ("probe", "gather") for p in range(PARTITIONS)}
     remote, sent_remote = _run(values, frozenset())
-    local, sent_local = _run(values, everything)
-    half, sent_half = _run(values, {(t, p) for t, p in everything if p % 2 == 0})
+    local, sent_local = _run(values, EVERYTHING)
+    half, sent_half = _run(values, {(t, p) for t, p in EVERYTHING if p % 2 == 0})
     assert len(remote) == len(values)
     assert sum(v["verdict"] != "unique" for v in remote.values()) > 5  # the fixture has near-duplicates
     assert local == remote and half == remote
     assert sent_local == 0 < sent_half < sent_remote
+
+
+def test_the_partition_counts_do_not_change_the_verdicts() -> None:
+    """The documents' and the index's partition counts decide where work happens, never what is found:
+    one partition each, more index partitions than gather partitions, and fewer give the same verdicts."""
+    values = _fixture(120)
+    baseline, _ = _run(values, frozenset(), topics=Topics("probe", "gather", "verdicts", "dlq", 1, 1))
+    assert sum(v["verdict"] != "unique" for v in baseline.values()) > 5
+    for partitions, index_partitions in ((2, 5), (6, 2)):
+        topics = Topics("probe", "gather", "verdicts", "dlq", partitions, index_partitions)
+        assert _run(values, frozenset(), topics=topics)[0] == baseline
 
 
 def test_verifying_each_pair_once_gives_the_same_final_verdicts() -> None:
@@ -128,7 +140,7 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     header goes out in the first target partition's item only (partition 0 for an empty document), comes
     back with that answer, and the gather stage completes the document from answers alone."""
     out = Out()
-    stores = {p: MemoryStore() for p in range(PARTITIONS)}
+    stores = {p: MemoryStore() for p in range(INDEX_PARTITIONS)}
     gather_stores = {p: MemoryStore() for p in range(PARTITIONS)}
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
@@ -139,7 +151,7 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     for doc in ("a", "b", "e"):
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
         carriers = [p for p, it in items if it.header is not None]
-        assert sorted(p for p, _ in items) == list(range(PARTITIONS))
+        assert sorted(p for p, _ in items) == list(range(INDEX_PARTITIONS))
         assert carriers == [min([p for p, it in items if it.tables], default=0)]
     answers = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
         list(hops.probes.items()))
@@ -185,9 +197,8 @@ def test_one_id_is_one_document_as_in_a_scan() -> None:
     doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
     final, _ = _run([doc("a1", poem), doc("a2", poem), doc("a1", poem), doc("a2", poem)], frozenset(), batch=1)
     assert _summary(final) == {"a1": ("unique", None), "a2": ("duplicate", "a1")}
-    everything = {(t, p) for t in ("probe", "gather") for p in range(PARTITIONS)}
     final, _ = _run([doc("a", poem), doc("b", other), doc("a", other), doc("c", poem), doc("b", other)],
-                    everything, batch=1)
+                    EVERYTHING, batch=1)
     assert _summary(final) == {"a": ("duplicate", "b"), "b": ("unique", None), "c": ("unique", None)}
     final, _ = _run([doc("a", poem), doc("a", " "), doc("c", poem)], frozenset(), batch=1)
     assert _summary(final) == {"a": ("empty", None), "c": ("unique", None)}
@@ -205,7 +216,6 @@ def test_a_batch_judges_as_one_document_at_a_time() -> None:
     assert _summary(one_by_one) == {"e1": ("duplicate", "b"), "a": ("empty", None), "e2": ("empty", None),
                                     "b": ("unique", None), "c": ("duplicate", "a"), "e3": ("empty", None),
                                     "d": ("duplicate", "c"), "e4": ("empty", None)}
-    everything = {(t, p) for t in ("probe", "gather") for p in range(PARTITIONS)}
-    for owned in (frozenset(), everything):
+    for owned in (frozenset(), EVERYTHING):
         batched, _ = _run(values, owned, batch=4)
         assert batched == one_by_one

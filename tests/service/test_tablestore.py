@@ -137,7 +137,7 @@ def test_the_probe_stage_skips_scans_only_on_an_empty_partition(
     from stream.service.stages import ProbeStage, Topics
 
     def stage(store: FaustTableStore) -> ProbeStage:
-        return ProbeStage(FingerprintConfig(segmenter="auto"), MatchSettings(k=K), Topics("p", "g", "v", "d", 1),
+        return ProbeStage(FingerprintConfig(segmenter="auto"), MatchSettings(k=K), Topics("p", "g", "v", "d", 1, 1),
                           lambda _p: store, store.output)
 
     empty = stage(open_store(tmp_path / "empty", LogOutput()))

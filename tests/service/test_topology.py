@@ -16,9 +16,13 @@ def test_default_topology_has_every_topic_the_worker_uses() -> None:
     assert not topo.named("documents").compacted
 
 
-def test_one_partition_count_for_all_topics_so_faust_co_partitions_them() -> None:
-    topo = load_topology(app_id="x", partitions=6, replication=3, documents="in", verdicts="out", dlq="in.dlq")
-    assert {t.partitions for t in topo.topics} == {6}
+def test_two_partition_counts_each_shared_by_topics_faust_co_partitions() -> None:
+    """The probe topic and the block table have the index's count; the rest, the documents'."""
+    topo = load_topology(app_id="x", partitions=6, replication=3, documents="in", verdicts="out", dlq="in.dlq",
+                         index_partitions=2)
+    index = {"x-probe", "x-blocks-changelog"}
+    assert {t.partitions for t in topo.topics if t.name in index} == {2}
+    assert {t.partitions for t in topo.topics if t.name not in index} == {6}
     assert {t.replication for t in topo.topics} == {3}
     assert topo.internal_name("probe") == "x-probe"
     assert topo.named("x-blocks-changelog").role == "changelog"

@@ -125,6 +125,20 @@ def check_line(raw: bytes, max_bytes: int) -> tuple[str, bytes]:
     return parse_document(value).id, value
 
 
+def ensure_documents_topic(settings: Settings, topic: str) -> list[str]:
+    """Create the topology's missing topics when ``topic`` is the documents topic and missing; returns
+    their names. Else the broker would create it on the first record with its own default partition
+    count (tansu 4, Kafka ``num.partitions``), and a worker refuses a documents topic of another count."""
+    from topology.admin import apply, check
+
+    if topic != settings.documents_topic:
+        return []
+    topology = settings.topology()
+    if topic not in check(topology, settings.confluent()).missing:
+        return []
+    return apply(topology, settings.confluent()).created
+
+
 def publish_file(settings: Settings, source: str, topic: str | None = None, progress: bool = False,
                  errors_file: str | None = None) -> PublishResult:
     """Publish a JSONL file ('-': stdin): each bad line is reported on stderr (and in ``errors_file``)
@@ -188,6 +202,9 @@ def publish(source: str, config: str | None, broker: str | None, topic: str | No
     its line number and reason and skipped; every other line is delivered. Exit 1 if any line was
     rejected, 4 if some documents could not be delivered."""
     settings = client_settings(config, broker=broker, max_message_bytes=max_message_bytes)
+    created = ensure_documents_topic(settings, topic or settings.documents_topic)
+    if created:
+        click.echo(f"created topics: {', '.join(created)}", err=True)
     result = publish_file(settings, source, topic=topic, progress=not quiet and sys.stderr.isatty(),
                           errors_file=errors_file)
     rejected = f", {len(result.rejected)} lines rejected" if result.rejected else ""

@@ -1,8 +1,9 @@
 """The Faust application of one worker: topics, tables and the three agents.
 
-Faust does the consuming, the consumer group, co-partitioned assignment (all our topics have the
-same partition count, so partition i of the probe topic, of the block table and of the gather
-topic land on one worker) and table recovery from the changelogs. Output goes through ``Output``.
+Faust does the consuming, the consumer group, co-partitioned assignment (topics of one partition
+count land together: partition i of the documents topic, the gather topic and the gather state on
+one worker; partition j of the probe topic and the block table on one worker) and table recovery
+from the changelogs. Output goes through ``Output``.
 """
 
 from __future__ import annotations
@@ -131,20 +132,24 @@ class DedupApp:
             verdicts=s.verdicts_topic,
             dlq=s.dlq_topic,
             partitions=s.partitions,
+            index_partitions=s.index_partitions,
         )
         table_options = {"driver": "rocksdict"}
-        self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
+        self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.index_partitions, key_type=bytes, value_type=bytes,
                                      options=dict(table_options))
         self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
                                            options=dict(table_options))
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
-        self.probe_topic = self.app.topic(self.topics.probe, partitions=s.partitions, internal=True, **RAW_TOPIC)
+        self.probe_topic = self.app.topic(self.topics.probe, partitions=s.index_partitions, internal=True,
+                                          **RAW_TOPIC)
         self.gather_topic = self.app.topic(self.topics.gather, partitions=s.partitions, internal=True, **RAW_TOPIC)
         self._make_stages()
-        # one ledger per agent; positions live in the gather state table (partition = input partition),
-        # at most once a second per partition (a lagging position only re-reads, idempotently)
-        self.ledgers = {stage: InputLedger(self._load_position, save_every=LEDGER_SAVE_SECONDS)
-                        for stage in ("documents", "probe", "gather")}
+        # one ledger per agent; positions live in the state table co-partitioned with its input (partition =
+        # input partition), at most once a second per partition (a lagging position only re-reads, idempotently)
+        self._ledger_stores = {"documents": self._gather_store, "probe": self._block_store,
+                               "gather": self._gather_store}
+        self.ledgers = {stage: InputLedger(self._position_loader(store), save_every=LEDGER_SAVE_SECONDS)
+                        for stage, store in self._ledger_stores.items()}
         for stage, ledger in self.ledgers.items():
             metrics.watch_ledger(stage, ledger)
         self._define_agents()
@@ -175,15 +180,17 @@ class DedupApp:
             return frozenset()
         return self.app.assignor.assigned_actives()
 
-    def _load_position(self, tp: TP) -> int | None:
-        return decode_position(self._gather_store(tp[1]).get(ledger_key(tp[0])))
+    @staticmethod
+    def _position_loader(store: Callable[[int], FaustTableStore]) -> Callable[[TP], int | None]:
+        return lambda tp: decode_position(store(tp[1]).get(ledger_key(tp[0])))
 
     def _gather_store(self, partition: int) -> FaustTableStore:
-        """The gather state table's partition: gather states and the input ledgers' positions."""
+        """The gather state table's partition: gather states, the documents and gather agents' input positions."""
         return self._store(self.gather_state, self._gather_stores, partition)[0]
 
     def _block_store(self, partition: int) -> FaustTableStore:
-        """The block table's partition. The index's doc-id and expiry keys stay out of the changelog
+        """The block table's partition (and the probe agent's input positions). The index's doc-id and expiry
+        keys stay out of the changelog
         (they follow from its records): a newly opened partition derives them from what recovery
         restored, before the first probe reads them."""
         store, opened = self._store(self.blocks, self._block_stores, partition, DERIVED_NAMESPACES)
@@ -259,7 +266,7 @@ class DedupApp:
         keep, seeks = ledger.admit([((e.message.topic, e.message.partition), e.message.offset) for e in events])
         self._request_seeks(seeks)
         for (topic, partition), position in ledger.to_write().items():
-            self._gather_store(partition).put(ledger_key(topic), encode_position(position))
+            self._ledger_stores[stage](partition).put(ledger_key(topic), encode_position(position))
         handle([e for e, k in zip(events, keep, strict=True) if k])
         t1 = time.perf_counter()
         await self._flush(mark)
@@ -326,6 +333,9 @@ class DedupApp:
                 if not self.app.rebalancing:
                     self._request_seeks(ledger.stalled(known_ends(self.app.consumer, inputs[stage])))
 
+        self._block_topics = {self.topics.probe, self.blocks.changelog_topic.get_topic_name()}
+        self._gather_topics = {s.documents_topic, self.topics.gather,
+                               self.gather_state.changelog_topic.get_topic_name()}
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
@@ -334,9 +344,10 @@ class DedupApp:
         # Faust closes a revoked partition's database only by dropping its reference (it does not
         # call close): one we keep holds the RocksDB lock, and when the partition comes back Faust's
         # reopen fails for 30 s and the worker crashes (seen: a worker left, its partitions returned).
-        # Topics are co-partitioned, so a revoked partition number covers both tables.
-        parts = {tp.partition for tp in revoked}
-        self.probes.forget(parts)
-        for p in parts:
+        # The probe topic is co-partitioned with the block table, the gather topic with the gather state.
+        blocks = {tp.partition for tp in revoked if tp.topic in self._block_topics}
+        self.probes.forget(blocks)
+        for p in blocks:
             self._block_stores.pop(p, None)
+        for p in {tp.partition for tp in revoked if tp.topic in self._gather_topics}:
             self._gather_stores.pop(p, None)

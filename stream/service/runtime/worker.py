@@ -25,7 +25,15 @@ from stream.service.settings import Settings
 log = logging.getLogger("dedup.worker")
 
 
+# roles of the topics a worker reads or keeps state in: their partition counts decide which partition
+# owns a document, a bucket, a gather state
+_ROUTED_ROLES = {"input", "internal", "changelog"}
+
+
 def apply_topology(settings: Settings, say: Callable[[str], None] = print) -> None:
+    """Create the missing topics; refuse (``ConfigError``) a topic the worker reads whose partition count
+    differs from the settings': Faust would co-partition it with the wrong topics, and a bucket or a
+    document would be looked for in another partition than the one holding it."""
     from topology.admin import apply
 
     report = apply(settings.topology(), settings.confluent())
@@ -33,6 +41,11 @@ def apply_topology(settings: Settings, say: Callable[[str], None] = print) -> No
         say(f"created topics: {', '.join(report.created)}")
     for drift in report.drift:
         say(f"topology drift: {drift}")
+    wrong = [str(d) for d in report.drift if d.partitions and d.role in _ROUTED_ROLES]
+    if wrong:
+        raise ConfigError(f"topics differ from partitions={settings.partitions}, index_partitions="
+                          f"{settings.index_partitions} ({'; '.join(wrong)}): run the workers with the counts "
+                          "the topics were created with, or use a new app_id (new internal topics)")
 
 
 def check_data_loss(settings: Settings, say: Callable[[str], None]) -> None:
@@ -118,7 +131,7 @@ def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
         say("the last worker on this data dir did not stop cleanly: local tables dropped, "
             "rebuilding them from the changelogs")
     say(f"worker {settings.app_id}: {settings.broker}, data in {settings.data_dir}, "
-        f"{settings.partitions} partitions")
+        f"{settings.partitions} partitions, {settings.index_partitions} index partitions")
 
     class Worker(faust.Worker):
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -1,5 +1,5 @@
-"""Stage 1: parse, fingerprint, route. Each document goes to every partition (its tables where it has
-them; an item without tables elsewhere, so a partition holding an earlier version drops it); its
+"""Stage 1: parse, fingerprint, route. Each document goes to every index partition (its tables where it
+has them; an item without tables elsewhere, so a partition holding an earlier version drops it); its
 header rides in the first partition that indexes it. Only the latest record of an id in a batch is
 judged (the others are superseded); a record that cannot be parsed or fingerprinted is dead-lettered."""
 
@@ -56,10 +56,10 @@ class DocumentStage:
         return hops
 
     def _route(self, rec: InputRecord, doc: Any, hops: Hops) -> None:
-        """Fingerprint ``doc`` and add a probe item per partition to ``hops``, the document's header in the
-        first partition that indexes it (partition 0 for a deletion or an empty document). Nothing is
+        """Fingerprint ``doc`` and add a probe item per index partition to ``hops``, the document's header in
+        the first partition that indexes it (partition 0 for a deletion or an empty document). Nothing is
         added unless every step succeeds."""
-        n = self.topics.partitions
+        n = self.topics.index_partitions
         if doc.op == DELETE:
             header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True)
             for partition in range(n):

@@ -34,6 +34,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "enable.idempotence": True,  # no duplicates or reordering from librdkafka's own retries
     "acks": "all",
     "partitioner": "murmur2_random",  # same key -> partition mapping as the Java clients
+    # every topic comes from the topology: a broker that lost its topics must not get them back from a
+    # record with the broker's default partition count (tansu: 4, Kafka: num.partitions)
+    "allow.auto.create.topics": False,
 }
 
 

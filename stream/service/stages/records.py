@@ -25,7 +25,8 @@ class Topics:
     gather: str
     verdicts: str
     dlq: str
-    partitions: int
+    partitions: int  # of the gather topic (and the documents topic): ``routing.doc_partition``
+    index_partitions: int  # of the probe topic and the block table: ``routing.bucket_partition``
 
 
 def merge(into: defaultdict[int, list[Any]], more: Mapping[int, list[Any]]) -> None:
