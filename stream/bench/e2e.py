@@ -17,9 +17,9 @@ awaited, so the consumers have joined and answered before anything is measured. 
   index's (``P:I``).
 - rounds (``--rounds``): the throughput runs again, in the same order. Each layout runs 1 worker,
   then one `dedup scan`, 2 workers and another scan: each 2-worker ratio is taken against the mean of
-  the scans just before and just after it (a shared VM's speed drifts within a minute; the
-  pair cancels a steady drift), and the median of the rounds reported. The ratio against the scan
-  before alone is kept too (``ratio_2_workers_vs_scan_before``).
+  the scans just before and just after it (a shared VM's speed drifts within a minute; the pair
+  cancels a steady drift), and the median of the rounds reported. The ratio against the scan before
+  alone is kept too (``ratio_2_workers_vs_scan_before``).
 - latency: documents published at fixed rates, fractions (``--rates``, default 0.5) of the 1-worker
   docs/s, for ``--seconds`` each, to 1 worker; latency = verdict ``processed_at`` - the input
   record's timestamp (set at ``produce()`` by a producer that is already connected), i.e. verdict
@@ -207,10 +207,9 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
                  rate: float | None, tag: str, warmup: int = 20, backlog: bool = False) -> dict[str, Any]:
     """Start ``workers`` with the partition counts ``layout``, warm them up with ``warmup`` documents,
     then publish ``values``: as fast as possible (``rate`` None: docs/s = documents / (last verdict's
-    processed_at - publish start)), as a
-    ``backlog`` (the workers stopped while it is published: docs/s from their resumption), or at a
-    fixed ``rate`` (latency = processed_at - the input record's timestamp, i.e. verdict produced
-    minus published, for every document after the warm-up)."""
+    processed_at - publish start)), as a ``backlog`` (the workers stopped while it is published: docs/s
+    from their resumption), or at a fixed ``rate`` (latency = processed_at - the input record's
+    timestamp, i.e. verdict produced minus published, for every document after the warm-up)."""
     app = f"bench-{tag}"
     partitions, index_partitions = layout
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_APP_ID": app, "DEDUP_PARTITIONS": str(partitions),

@@ -74,10 +74,12 @@ def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, i
         while any(t in ("probe", "gather") for t, _, _ in out.sent):
             probes = out.take("probe")
             internal += len(probes)
+            assert all(p < topics.index_partitions for p, _ in probes)
             if probes:
                 pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
             gathers = out.take("gather")
             internal += len(gathers)
+            assert all(p < topics.partitions for p, _ in gathers)
             by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
             for p, entries in gathers:
                 by_partition[p].extend(map(entry_from_json, entries))

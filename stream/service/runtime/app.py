@@ -143,6 +143,10 @@ class DedupApp:
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.index_partitions, internal=True,
                                           **RAW_TOPIC)
         self.gather_topic = self.app.topic(self.topics.gather, partitions=s.partitions, internal=True, **RAW_TOPIC)
+        # the topics co-partitioned with each table (a revocation names topic partitions)
+        self._block_topics = {self.topics.probe, self.blocks.changelog_topic.get_topic_name()}
+        self._gather_topics = {s.documents_topic, self.topics.gather,
+                               self.gather_state.changelog_topic.get_topic_name()}
         self._make_stages()
         # one ledger per agent; positions live in the state table co-partitioned with its input (partition =
         # input partition), at most once a second per partition (a lagging position only re-reads, idempotently)
@@ -189,10 +193,9 @@ class DedupApp:
         return self._store(self.gather_state, self._gather_stores, partition)[0]
 
     def _block_store(self, partition: int) -> FaustTableStore:
-        """The block table's partition (and the probe agent's input positions). The index's doc-id and expiry
-        keys stay out of the changelog
-        (they follow from its records): a newly opened partition derives them from what recovery
-        restored, before the first probe reads them."""
+        """The block table's partition (and the probe agent's input positions). The index's doc-id and
+        expiry keys stay out of the changelog (they follow from its records): a newly opened partition
+        derives them from what recovery restored, before the first probe reads them."""
         store, opened = self._store(self.blocks, self._block_stores, partition, DERIVED_NAMESPACES)
         if opened:
             try:
@@ -333,9 +336,6 @@ class DedupApp:
                 if not self.app.rebalancing:
                     self._request_seeks(ledger.stalled(known_ends(self.app.consumer, inputs[stage])))
 
-        self._block_topics = {self.topics.probe, self.blocks.changelog_topic.get_topic_name()}
-        self._gather_topics = {s.documents_topic, self.topics.gather,
-                               self.gather_state.changelog_topic.get_topic_name()}
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
