@@ -13,8 +13,8 @@ awaited, so the consumers have joined and answered before anything is measured. 
   (last - first verdict arrival) over a backlog published before the workers start: with three
   stages draining a backlog in large batches the first verdict appears only after most of the work,
   which overstates the pipeline 2-8x.
-- layouts (``--partitions``): partition counts, the documents and gather topics' and the block
-  index's (``P:I``).
+- layouts (``--partitions``): partition counts, the documents topic's and the internal topics'
+  (``P:I``).
 - rounds (``--rounds``): the throughput runs again, in the same order. Each layout runs 1 worker,
   then one `dedup scan`, 2 workers and another scan: each 2-worker ratio is taken against the mean of
   the scans just before and just after it (a shared VM's speed drifts within a minute; the pair
@@ -291,7 +291,7 @@ def _warmup_docs(values: list[bytes]) -> list[bytes]:
 @click.command()
 @click.option("--documents", "-n", type=int, default=4000, show_default=True, help="Documents per throughput run.")
 @click.option("--partitions", default="8,2:2,8:8", show_default=True,
-              help="Partition layouts, comma separated, each P (the documents and gather topics; the index gets the "
+              help="Partition layouts, comma separated, each P (the documents topic; the internal topics get the "
                    "worker's default) or P:I (I index partitions: a document is indexed in every index partition "
                    "that owns one of its table keys): 1 and 2 workers run at each; the latency runs use the first.")
 @click.option("--rates", default="0.5", show_default=True,

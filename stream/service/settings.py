@@ -80,9 +80,9 @@ class Settings:
     broker: str | None = None  # kafka://host:port[;host:port]; None = start the embedded broker
     app_id: str = "dedup"
     data_dir: Path = Path("dedup-data")
-    partitions: int = 8  # of the documents, gather and gather-state topics: bounds the useful workers
-    # of the block index (probe topic, block table): each index partition indexes every document one of
-    # whose 28 table keys it owns, so few are cheapest (docs/service.md, "Partitions")
+    partitions: int = 8  # of the documents, verdict and dead-letter topics: bounds the useful workers
+    # of the internal topics and tables (probe, gather, block table, gather state): each index partition
+    # indexes every document one of whose 28 table keys it owns, so few are cheapest (docs/service.md)
     index_partitions: int = 2
     replication: int = 1
     documents_topic: str = "documents"

@@ -17,7 +17,7 @@ from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipel
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.stages.records import Hops
 
-PARTITIONS, INDEX_PARTITIONS = 4, 3  # different counts: nothing may mix the two up
+PARTITIONS, INDEX_PARTITIONS = 4, 3  # gather and index partitions: different, so nothing may mix them up
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS, INDEX_PARTITIONS)
 EVERYTHING = {("probe", p) for p in range(INDEX_PARTITIONS)} | {("gather", p) for p in range(PARTITIONS)}
 CONFIG = FingerprintConfig(segmenter="auto")
@@ -79,7 +79,7 @@ def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, i
                 pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
             gathers = out.take("gather")
             internal += len(gathers)
-            assert all(p < topics.partitions for p, _ in gathers)
+            assert all(p < topics.gather_partitions for p, _ in gathers)
             by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
             for p, entries in gathers:
                 by_partition[p].extend(map(entry_from_json, entries))
@@ -117,13 +117,13 @@ def test_local_hops_give_the_same_verdicts_as_kafka_hops() -> None:
 
 
 def test_the_partition_counts_do_not_change_the_verdicts() -> None:
-    """The documents' and the index's partition counts decide where work happens, never what is found:
-    one partition each, more index partitions than gather partitions, and fewer give the same verdicts."""
+    """The gather and index partition counts decide where work happens, never what is found: one
+    partition each, more index partitions than gather partitions, and fewer give the same verdicts."""
     values = _fixture(120)
     baseline, _ = _run(values, frozenset(), topics=Topics("probe", "gather", "verdicts", "dlq", 1, 1))
     assert sum(v["verdict"] != "unique" for v in baseline.values()) > 5
-    for partitions, index_partitions in ((2, 5), (6, 2)):
-        topics = Topics("probe", "gather", "verdicts", "dlq", partitions, index_partitions)
+    for gather_partitions, index_partitions in ((2, 5), (6, 2), (3, 3)):
+        topics = Topics("probe", "gather", "verdicts", "dlq", gather_partitions, index_partitions)
         assert _run(values, frozenset(), topics=topics)[0] == baseline
 
 

@@ -17,10 +17,12 @@ def test_default_topology_has_every_topic_the_worker_uses() -> None:
 
 
 def test_two_partition_counts_each_shared_by_topics_faust_co_partitions() -> None:
-    """The probe topic and the block table have the index's count; the rest, the documents'."""
+    """The internal topics and tables have the index's count; the public topics and the documents
+    agent's positions, the deployment's."""
     topo = load_topology(app_id="x", partitions=6, replication=3, documents="in", verdicts="out", dlq="in.dlq",
                          index_partitions=2)
-    index = {"x-probe", "x-blocks-changelog"}
+    index = {"x-probe", "x-blocks-changelog", "x-gather", "x-gather_state-changelog"}
+    assert topo.named("x-positions-changelog").partitions == 6
     assert {t.partitions for t in topo.topics if t.name in index} == {2}
     assert {t.partitions for t in topo.topics if t.name not in index} == {6}
     assert {t.replication for t in topo.topics} == {3}

@@ -191,7 +191,7 @@ def _wait_ready(root: Path, procs: list[subprocess.Popen[bytes]], timeout: float
               help="JSONL documents (default: the bundled sample of Tang poems with real near-duplicates).")
 @click.option("--workers", type=click.IntRange(1, 8), default=1, show_default=True, help="Worker processes.")
 @click.option("--partitions", type=click.IntRange(1), default=4, show_default=True,
-              help="Partitions of the documents and gather topics (the index has the worker's default).")
+              help="Partitions of the documents topic (the internal ones have the worker's default).")
 @click.option("--keep-running", is_flag=True, help="Leave broker and worker up after the summary.")
 def demo(data: str | None, workers: int, partitions: int, keep_running: bool) -> None:
     """Embedded broker + worker, publish a sample with real near-duplicates, show verdicts live."""

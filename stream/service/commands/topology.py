@@ -45,9 +45,10 @@ for _action in ("apply", "check"):
         @broker_option
         @config_option
         @click.option("--partitions", type=click.IntRange(1), default=None,
-                      help="Partitions of the documents and gather topics (DEDUP_PARTITIONS; default 8).")
+                      help="Partitions of the documents, verdict and dead-letter topics (DEDUP_PARTITIONS; "
+                           "default 8).")
         @click.option("--index-partitions", type=click.IntRange(1), default=None,
-                      help="Partitions of the probe topic and the block table (DEDUP_INDEX_PARTITIONS; default 2).")
+                      help="Partitions of the internal topics and tables (DEDUP_INDEX_PARTITIONS; default 2).")
         @click.option("--replication", type=click.IntRange(1), default=None,
                       help="Replication factor of every topic (DEDUP_REPLICATION; default 1).")
         @click.option("--app-id", default=None, help="Topic-name prefix of internal topics (DEDUP_APP_ID).")

@@ -22,11 +22,11 @@ from stream.service.settings import LOG_FORMATS, LOG_LEVELS
               help="RocksDB state of this worker (DEDUP_DATA_DIR; default ./dedup-data).")
 @click.option("--app-id", default=None, help="Consumer group and topic-name prefix (DEDUP_APP_ID; default dedup).")
 @click.option("--partitions", type=click.IntRange(1), default=None,
-              help="Partitions of the documents and gather topics, fixed once topics exist (DEDUP_PARTITIONS; "
-                   "default 8).")
+              help="Partitions of the documents, verdict and dead-letter topics, fixed once topics exist "
+                   "(DEDUP_PARTITIONS; default 8).")
 @click.option("--index-partitions", type=click.IntRange(1), default=None,
-              help="Partitions of the block index (probe topic, block table), fixed once topics exist "
-                   "(DEDUP_INDEX_PARTITIONS; default 2).")
+              help="Partitions of the block index and the verdict state (the internal topics and tables), fixed "
+                   "once topics exist (DEDUP_INDEX_PARTITIONS; default 2).")
 @click.option("--batch-size", type=click.IntRange(1), default=None,
               help="Documents per agent batch (DEDUP_BATCH_SIZE; default 256).")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), default=None,

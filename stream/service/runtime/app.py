@@ -1,9 +1,9 @@
 """The Faust application of one worker: topics, tables and the three agents.
 
 Faust does the consuming, the consumer group, co-partitioned assignment (topics of one partition
-count land together: partition i of the documents topic, the gather topic and the gather state on
-one worker; partition j of the probe topic and the block table on one worker) and table recovery
-from the changelogs. Output goes through ``Output``.
+count land together: partition i of the documents topic and of the positions table on one worker;
+partition j of the probe topic, the block table, the gather topic and the gather state on one
+worker) and table recovery from the changelogs. Output goes through ``Output``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ log = logging.getLogger("dedup.worker")
 RAW_TOPIC: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
 BLOCKS_TABLE = "blocks"  # names fixed by topology/topics.yaml: {app_id}-blocks-changelog
 GATHER_TABLE = "gather_state"
+POSITIONS_TABLE = "positions"
 LEDGER_SAVE_SECONDS = 1.0
 
 
@@ -131,26 +132,30 @@ class DedupApp:
             gather=topology.internal_name("gather"),
             verdicts=s.verdicts_topic,
             dlq=s.dlq_topic,
-            partitions=s.partitions,
+            gather_partitions=s.index_partitions,
             index_partitions=s.index_partitions,
         )
         table_options = {"driver": "rocksdict"}
         self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.index_partitions, key_type=bytes, value_type=bytes,
                                      options=dict(table_options))
-        self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
-                                           options=dict(table_options))
+        self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.index_partitions, key_type=bytes,
+                                           value_type=bytes, options=dict(table_options))
+        self.positions = self.app.Table(POSITIONS_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
+                                        options=dict(table_options))
+        self._position_stores: dict[int, FaustTableStore] = {}
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.index_partitions, internal=True,
                                           **RAW_TOPIC)
-        self.gather_topic = self.app.topic(self.topics.gather, partitions=s.partitions, internal=True, **RAW_TOPIC)
+        self.gather_topic = self.app.topic(self.topics.gather, partitions=s.index_partitions, internal=True,
+                                           **RAW_TOPIC)
         # the topics co-partitioned with each table (a revocation names topic partitions)
         self._block_topics = {self.topics.probe, self.blocks.changelog_topic.get_topic_name()}
-        self._gather_topics = {s.documents_topic, self.topics.gather,
-                               self.gather_state.changelog_topic.get_topic_name()}
+        self._gather_topics = {self.topics.gather, self.gather_state.changelog_topic.get_topic_name()}
+        self._positions_topics = {s.documents_topic, self.positions.changelog_topic.get_topic_name()}
         self._make_stages()
         # one ledger per agent; positions live in the state table co-partitioned with its input (partition =
         # input partition), at most once a second per partition (a lagging position only re-reads, idempotently)
-        self._ledger_stores = {"documents": self._gather_store, "probe": self._block_store,
+        self._ledger_stores = {"documents": self._positions_store, "probe": self._block_store,
                                "gather": self._gather_store}
         self.ledgers = {stage: InputLedger(self._position_loader(store), save_every=LEDGER_SAVE_SECONDS)
                         for stage, store in self._ledger_stores.items()}
@@ -189,8 +194,13 @@ class DedupApp:
         return lambda tp: decode_position(store(tp[1]).get(ledger_key(tp[0])))
 
     def _gather_store(self, partition: int) -> FaustTableStore:
-        """The gather state table's partition: gather states, the documents and gather agents' input positions."""
+        """The gather state table's partition: gather states and the gather agent's input positions."""
         return self._store(self.gather_state, self._gather_stores, partition)[0]
+
+    def _positions_store(self, partition: int) -> FaustTableStore:
+        """The positions table's partition: the documents agent's input positions (the table co-partitioned
+        with the documents topic)."""
+        return self._store(self.positions, self._position_stores, partition)[0]
 
     def _block_store(self, partition: int) -> FaustTableStore:
         """The block table's partition (and the probe agent's input positions). The index's doc-id and
@@ -254,7 +264,7 @@ class DedupApp:
 
         def persist(topic: str, partition: int, offset: int) -> None:
             # what Faust's own changelog callback does: recovery then starts after this offset
-            for table in (self.blocks, self.gather_state):
+            for table in (self.blocks, self.gather_state, self.positions):
                 if table.changelog_topic.get_topic_name() == topic:
                     store: Any = table.data
                     store.set_persisted_offset(faust.types.TP(topic, partition), offset)
@@ -344,10 +354,13 @@ class DedupApp:
         # Faust closes a revoked partition's database only by dropping its reference (it does not
         # call close): one we keep holds the RocksDB lock, and when the partition comes back Faust's
         # reopen fails for 30 s and the worker crashes (seen: a worker left, its partitions returned).
-        # The probe topic is co-partitioned with the block table, the gather topic with the gather state.
+        # The probe and gather topics are co-partitioned with the block table and the gather state, the
+        # documents topic with the positions table.
         blocks = {tp.partition for tp in revoked if tp.topic in self._block_topics}
         self.probes.forget(blocks)
         for p in blocks:
             self._block_stores.pop(p, None)
         for p in {tp.partition for tp in revoked if tp.topic in self._gather_topics}:
             self._gather_stores.pop(p, None)
+        for p in {tp.partition for tp in revoked if tp.topic in self._positions_topics}:
+            self._position_stores.pop(p, None)

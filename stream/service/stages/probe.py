@@ -146,7 +146,7 @@ class ProbeStage:
         item sees the index as the loop over them would."""
         run: list[tuple[ProbeItem, Fingerprint, Order]] = []
         ids: set[str] = set()
-        n = self.topics.partitions
+        n = self.topics.gather_partitions
         for item in items:
             answered = item.delete or not item.tables  # a deletion, or a document with nothing to index here
             # Such an item removes its id's indexed version, which the run before it must still see.
@@ -181,7 +181,7 @@ class ProbeStage:
             return
         all_matches = detector.probe_many([fp for _, fp, _ in run], [order for _, _, order in run],
                                           [item.tables for item, _, _ in run], fp_bytes=[item.fp for item, _, _ in run])
-        n = self.topics.partitions
+        n = self.topics.gather_partitions
         for (item, fp, order), matches in zip(run, all_matches, strict=True):
             self._newest[partition] = max(self._newest.get(partition, order[0]), order[0])
             header = None if item.header is None else replace(item.header, order=order, simhash=fp.simhash,

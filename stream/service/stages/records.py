@@ -25,7 +25,7 @@ class Topics:
     gather: str
     verdicts: str
     dlq: str
-    partitions: int  # of the gather topic (and the documents topic): ``routing.doc_partition``
+    gather_partitions: int  # of the gather topic and the gather state: ``routing.doc_partition``
     index_partitions: int  # of the probe topic and the block table: ``routing.bucket_partition``
 
 
