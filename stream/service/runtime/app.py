@@ -142,17 +142,19 @@ class DedupApp:
                                            value_type=bytes, options=dict(table_options))
         self.positions = self.app.Table(POSITIONS_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
                                         options=dict(table_options))
-        self._position_stores: dict[int, FaustTableStore] = {}
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.index_partitions, internal=True,
                                           **RAW_TOPIC)
         self.gather_topic = self.app.topic(self.topics.gather, partitions=s.index_partitions, internal=True,
                                            **RAW_TOPIC)
-        # the topics co-partitioned with each table (a revocation names topic partitions)
-        self._block_topics = {self.topics.probe, self.blocks.changelog_topic.get_topic_name()}
-        self._gather_topics = {self.topics.gather, self.gather_state.changelog_topic.get_topic_name()}
-        self._positions_topics = {s.documents_topic, self.positions.changelog_topic.get_topic_name()}
         self._make_stages()
+        # each table's open stores, with the topics co-partitioned with it (a revocation names topic partitions)
+        self._block_topics = {self.topics.probe, self.blocks.changelog_topic.get_topic_name()}
+        self._stores_by_topics = [
+            (self._block_topics, self._block_stores),
+            ({self.topics.gather, self.gather_state.changelog_topic.get_topic_name()}, self._gather_stores),
+            ({s.documents_topic, self.positions.changelog_topic.get_topic_name()}, self._position_stores),
+        ]
         # one ledger per agent; positions live in the state table co-partitioned with its input (partition =
         # input partition), at most once a second per partition (a lagging position only re-reads, idempotently)
         self._ledger_stores = {"documents": self._positions_store, "probe": self._block_store,
@@ -169,6 +171,7 @@ class DedupApp:
         self.documents = DocumentStage(config, matching, self.topics, self.output)
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
+        self._position_stores: dict[int, FaustTableStore] = {}
         self.probes = ProbeStage(config, matching, self.topics, self._block_store,
                                  self.output, verify_once=s.verify_once, late_allowance=s.late_allowance)
         self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches)
@@ -354,13 +357,7 @@ class DedupApp:
         # Faust closes a revoked partition's database only by dropping its reference (it does not
         # call close): one we keep holds the RocksDB lock, and when the partition comes back Faust's
         # reopen fails for 30 s and the worker crashes (seen: a worker left, its partitions returned).
-        # The probe and gather topics are co-partitioned with the block table and the gather state, the
-        # documents topic with the positions table.
-        blocks = {tp.partition for tp in revoked if tp.topic in self._block_topics}
-        self.probes.forget(blocks)
-        for p in blocks:
-            self._block_stores.pop(p, None)
-        for p in {tp.partition for tp in revoked if tp.topic in self._gather_topics}:
-            self._gather_stores.pop(p, None)
-        for p in {tp.partition for tp in revoked if tp.topic in self._positions_topics}:
-            self._position_stores.pop(p, None)
+        for topics, stores in self._stores_by_topics:
+            for p in {tp.partition for tp in revoked if tp.topic in topics}:
+                stores.pop(p, None)
+        self.probes.forget({tp.partition for tp in revoked if tp.topic in self._block_topics})
