@@ -43,6 +43,7 @@ BENCH_COMMANDS: dict[str, str] = {
     "scan": "stream.bench.scan:command",
     "reliability": "stream.bench.reliability:command",
     "retention": "stream.bench.retention:command",
+    "scale": "stream.bench.scale:command",
 }
 
 

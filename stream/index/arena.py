@@ -22,10 +22,12 @@ class RootArena:
     clock at its last use. A root that leaves (``release``, ``drop``) leaves garbage in the pools;
     they are compacted when it outgrows the live entries."""
 
-    ENTRY_BYTES = 48  # three 8-byte items per entry, pools doubling when full
+    ENTRY_BYTES = 24  # three 8-byte items per pool slot in use (garbage included)
     MIN_GARBAGE = 1 << 16  # below this, garbage is left in place (compaction copies every live entry)
 
     def __init__(self, capacity: int = 1024) -> None:
+        # pools are allocated at ``capacity`` at once: untouched pages cost no memory, and a pool that
+        # never grows is never copied (a copy of 40M entries would double the memory for a moment)
         self.head = np.full((0, 0), -1, dtype=np.int64)
         self.length = np.zeros((0, 0), dtype=np.int64)
         self.used = np.zeros((0, 0), dtype=np.int64)
@@ -48,7 +50,7 @@ class RootArena:
 
     @property
     def size_bytes(self) -> int:
-        return self.ENTRY_BYTES * self.live
+        return self.ENTRY_BYTES * self.top
 
     def lengths(self, blocks: np.ndarray) -> np.ndarray:
         """``[t, i]``: the length of root ``blocks[t, i]`` of table t."""

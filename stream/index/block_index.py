@@ -9,13 +9,14 @@ index's parts (``IndexState``, state.py) and hands each call to the module that 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from stream.index import batch, query, writes
-from stream.index.bandmap import BandMap
+from stream.index.bandtables import DEFAULT_MEMTABLE_ENTRIES, BandTables
 from stream.index.batch_data import BatchBands
 from stream.index.cache import BucketCache, RootFilter
 from stream.index.layout import TableLayout
-from stream.index.records import IndexHit, check_config, index_config
+from stream.index.records import BAND_STAMP_KEY, IndexHit, check_config, index_config
 from stream.index.rocks import RocksStore
 from stream.index.state import IndexState
 from stream.index.stats import IndexStats
@@ -25,6 +26,7 @@ from stream.index.table import SplitPolicy
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents (docs/index.md, "Decisions")
 DEFAULT_WRITE_BUFFER = 2048
 DEFAULT_MIN_SPLIT = 1024  # docs/index.md, "Decisions": minimum split size
+BAND_DIR = "bands"  # inside an index's RocksDB directory: the band tables' runs (bandtables.py)
 
 
 class BlockIndex:
@@ -58,11 +60,12 @@ class BlockIndex:
         store: KVStore | None = None,
         bits: int = 64,
         resplit: bool = True,
-        cache_bytes: int = 256 << 20,
+        cache_bytes: int = 1 << 30,
         wal: bool = True,
         write_buffer: int | None = None,
         sole_writer: bool = False,
         root_filter: bool = False,
+        band_memtable: int = DEFAULT_MEMTABLE_ENTRIES,
     ) -> None:
         self.layout = TableLayout(k, bands, bits)
         self.k, self.bits, self.bands = k, bits, bands
@@ -78,14 +81,20 @@ class BlockIndex:
         kv = BufferedStore(self.store, write_buffer) if write_buffer > 0 else self.store
         fresh = check_config(kv, index_config(k, bits, bands))
         policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
-        self._state = state = IndexState.open(self.layout, kv, policy, cache_bytes)
+        # the band tables of an index on a RocksDB of its own keep their older entries in runs on disk
+        band_dir = Path(path) / BAND_DIR if path is not None and owns_store and bands else None
+        band_tables = BandTables(band_dir, kv.get(BAND_STAMP_KEY), band_memtable)
+        if band_tables.reused:  # from here on a crash must not find the stamp (bandtables.py)
+            kv.write_ops([(BAND_STAMP_KEY, None)])
+        self._state = state = IndexState.open(self.layout, kv, policy, cache_bytes, band_tables)
         # An empty store of our own: until the cache evicts, every bucket is in it (cache misses on new
         # blocks skip a scan of ~20 us; a 1M build meets 262k new root buckets). Not for a caller's
         # store, which may be filled behind the index, unless the caller says nothing else writes it
         # (the service's probe stage, for a partition that was empty when it opened it).
         state.cache.complete = fresh and (owns_store or sole_writer)
-        if not fresh and (root_filter or bands):  # derived state from the records that are there
-            state.restore(root_filter)
+        restore_bands = bool(bands) and not band_tables.reused
+        if not fresh and (root_filter or restore_bands):  # derived state from the records that are there
+            state.restore(root_filter, restore_bands)
         elif root_filter:  # a fresh store: empty, it keeps the shortcut once the cache evicts
             state.cache.root_filter = RootFilter()
 
@@ -94,7 +103,7 @@ class BlockIndex:
         return self._state.cache
 
     @property
-    def band_map(self) -> BandMap:
+    def band_map(self) -> BandTables:
         return self._state.band_map
 
     # -- one document ---------------------------------------------------------------------------
@@ -192,6 +201,10 @@ class BlockIndex:
         """Persist statistics and flush; closes the store if the index opened it."""
         state = self._state
         state.checkpoint()
+        stamp = state.band_map.persist()
+        if stamp is not None:
+            state.kv.put(BAND_STAMP_KEY, stamp)
+        state.band_map.close()
         if self._owns_store:
             state.kv.close()
         else:

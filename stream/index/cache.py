@@ -111,7 +111,7 @@ class BucketCache:
         self._entries = 0
         self.hits = 0
         self.misses = 0
-        self.arena = RootArena()
+        self.arena = RootArena(max(1024, max_bytes // RootArena.ENTRY_BYTES))
         self.pinned = False
 
     def __len__(self) -> int:

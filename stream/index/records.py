@@ -39,6 +39,8 @@ RECORD_NAMESPACE = HANDLE_NS
 # First bytes of the keys derived from the records (doc ids, expiry keys).
 DERIVED_NAMESPACES = DOC_NS + EXPIRY_NS
 CONFIG_KEY, STATS_KEY, HANDLE_KEY = META_NS + b"config", META_NS + b"stats", META_NS + b"handle"
+# the stamp of the band runs a clean close left on disk (bandtables.py)
+BAND_STAMP_KEY = META_NS + b"bandruns"
 # A store of another version is refused on open: docs/index.md, "Storage layout" lists what changed.
 FORMAT_VERSION = 6
 HANDLE_LEN = 5  # bytes: 2^40 documents per store before handles wrap
@@ -187,7 +189,16 @@ class RecordCodec:
 
     def columns(self, store: KVStore) -> RecordColumns:
         """Every record of ``store``, by one scan, as columns (the layout of ``encode``)."""
-        handles, fps, masks, band_rows = [], [], [], []
+        chunks = list(self.column_chunks(store, 1 << 62))
+        return chunks[0] if chunks else self._columns([], [], [], [])
+
+    def column_chunks(self, store: KVStore, chunk: int = 1 << 18) -> Iterator[RecordColumns]:
+        """The records of ``store`` in handle order, ``chunk`` at a time, as columns: what an open
+        derives its state from without holding every record at once."""
+        handles: list[int] = []
+        fps: list[int] = []
+        masks: list[int] = []
+        band_rows: list[bytes] = []
         head, width = self.head, 16 * self.bands
         empty = bytes(width)
         for key, value in store.scan_prefix(HANDLE_NS):
@@ -196,6 +207,13 @@ class RecordCodec:
             fps.append(fingerprint)
             masks.append(int.from_bytes(value[RECORD_HEAD.size : head], "little"))
             band_rows.append(value[head : head + width] if n & ~PAYLOAD_FLAG else empty)
+            if len(handles) >= chunk:
+                yield self._columns(handles, fps, masks, band_rows)
+                handles, fps, masks, band_rows = [], [], [], []
+        if handles:
+            yield self._columns(handles, fps, masks, band_rows)
+
+    def _columns(self, handles: list[int], fps: list[int], masks: list[int], band_rows: list[bytes]) -> RecordColumns:
         pairs = np.frombuffer(b"".join(band_rows), dtype=">u8").astype(np.uint64).reshape(len(fps), 2 * self.bands)
         return RecordColumns(np.array(handles, dtype=np.uint64), np.array(fps, dtype=np.uint64),
                              np.array(masks, dtype=np.uint64), np.ascontiguousarray(pairs[:, 0::2]))

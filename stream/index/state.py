@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stream.index.bandmap import BandMap
+from stream.index.bandtables import BandTables
 from stream.index.buckets import Bucket
 from stream.index.cache import BucketCache, RootFilter
 from stream.index.layout import TableLayout
@@ -74,7 +74,7 @@ class IndexState:
     kv: KVStore
     cache: BucketCache
     tables: list[BucketTable]
-    band_map: BandMap
+    band_map: BandTables
     stats: StatsRecorder
     policy: SplitPolicy
     handles: Handles
@@ -90,11 +90,12 @@ class IndexState:
     bands_memo: tuple[object, tuple[tuple[int, int], ...]] | None = None
 
     @classmethod
-    def open(cls, layout: TableLayout, kv: KVStore, policy: SplitPolicy, cache_bytes: int) -> IndexState:
+    def open(cls, layout: TableLayout, kv: KVStore, policy: SplitPolicy, cache_bytes: int,
+             band_tables: BandTables) -> IndexState:
         raw_stats = kv.get(STATS_KEY)
         stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
         cache = BucketCache(cache_bytes)
-        state = cls(layout, RecordCodec(layout.table_count, layout.bands), kv, cache, [], BandMap(), stats, policy,
+        state = cls(layout, RecordCodec(layout.table_count, layout.bands), kv, cache, [], band_tables, stats, policy,
                     Handles(kv), None)
         state.tables = [BucketTable(t, scheme, kv, cache, stats, policy, state.fingerprints_of)
                         for t, scheme in enumerate(layout.simhash)]
@@ -104,20 +105,20 @@ class IndexState:
             state.root_slots = tuple((slots, low, mask) for slots, (low, mask) in pairs if slots is not None)
         return state
 
-    def restore(self, root_filter: bool) -> None:
-        """The state derived from the records of a store that is not empty: the band map, and the
-        root filter if asked for. One scan of the records, then numpy per table."""
+    def restore(self, root_filter: bool, bands: bool) -> None:
+        """The state derived from the records of a store that is not empty: the band tables if
+        ``bands``, and the root filter if asked for. One scan of the records, a chunk at a time."""
         layout = self.layout
-        columns = self.codec.columns(self.kv)
         roots = RootFilter() if root_filter else None
-        self.band_map = BandMap(capacity=len(columns.handles) * layout.bands)
-        for t in range(layout.table_count):
-            has = columns.in_table(t)
-            if t > layout.k:  # a band table: its values (a record without bands has no band table)
-                values = columns.band_values[has, t - layout.k - 1]
-                self.band_map.add_many(np.full(len(values), t, dtype=np.int64), values, columns.handles[has])
-            elif roots is not None:
-                roots.add_tops(t, layout.simhash[t].top_len, layout.block_values(t, columns.fingerprints[has]))
+        for columns in self.codec.column_chunks(self.kv):
+            for t in range(layout.table_count):
+                has = columns.in_table(t)
+                if t > layout.k:  # a band table: its values (a record without bands has no band table)
+                    if bands:
+                        values = columns.band_values[has, t - layout.k - 1]
+                        self.band_map.add_many(np.full(len(values), t, dtype=np.int64), values, columns.handles[has])
+                elif roots is not None:
+                    roots.add_tops(t, layout.simhash[t].top_len, layout.block_values(t, columns.fingerprints[has]))
         self.cache.root_filter = roots
 
     def mutated(self, count: int = 1) -> None:
