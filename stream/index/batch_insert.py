@@ -124,8 +124,7 @@ def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
         batch_keys.big_endian(batch.array, 8), batch_keys.float_bytes(ts_array), batch_keys.big_endian(counts, 1)))
     band_rows: list[bytes] = [b""] * n
     if bands and batch.has_bands.any():
-        pairs = np.stack([batch.values, batch.exts], axis=2).reshape(n, 2 * bands)
-        rows = batch_keys.rows(batch_keys.big_endian(pairs.ravel(), 8).reshape(n, -1))
+        rows = batch_keys.rows(batch_keys.big_endian(batch.values.ravel(), 8).reshape(n, -1))
         band_rows = [row if has else b"" for row, has in zip(rows, batch.has_bands.tolist(), strict=True)]
     mask_bytes = state.codec.mask_bytes
     pack_len = PAYLOAD_LEN.pack

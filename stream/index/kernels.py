@@ -140,11 +140,33 @@ def bucket_growth(blocks, before, use, min_split, bins):  # type: ignore[no-unty
 # entry's masked fingerprint and handle, ``length[t, b]`` how many.
 
 
+_HANDLE_BITS = np.uint64(40)
+_HANDLE_MASK = np.uint64((1 << 40) - 1)
+
+
+@njit(cache=True, inline="always")
+def pack_filter(value, positions, count):  # type: ignore[no-untyped-def]
+    """The ``count`` bits of ``value`` at ``positions`` (a table's filter bits), side by side."""
+    out = np.uint64(0)
+    for j in range(count):
+        out |= ((np.uint64(value) >> np.uint64(positions[j])) & np.uint64(1)) << np.uint64(j)
+    return out
+
+
+@njit(cache=True, inline="always")
+def unpack_filter(packed, positions, count):  # type: ignore[no-untyped-def]
+    out = np.uint64(0)
+    for j in range(count):
+        out |= ((packed >> np.uint64(j)) & np.uint64(1)) << np.uint64(positions[j])
+    return out
+
+
 @njit(cache=True)
-def chain_within(head, nxt, efp, ehandle, blocks, use, queries, k, out):  # type: ignore[no-untyped-def]
+def chain_within(head, nxt, entries, blocks, use, queries, k, out, positions, counts):  # type: ignore[no-untyped-def]
     """Entries within k bits of ``queries[t, i]`` in chain ``(t, blocks[t, i])`` for each ``use[t, i]``:
     writes document i to ``out[c]`` and the entry's handle to ``out[half + c]`` (half = len(out) // 2)
-    while there is room; returns how many there are."""
+    while there is room; returns how many there are. An entry is its packed filter bits over its
+    40-bit handle; a query is packed the same way (``positions[t]``, ``counts[t]``)."""
     tables, n = blocks.shape
     half = len(out) // 2
     count = 0
@@ -152,20 +174,21 @@ def chain_within(head, nxt, efp, ehandle, blocks, use, queries, k, out):  # type
         for t in range(tables):
             if not use[t, i]:
                 continue
-            q = queries[t, i]
+            q = pack_filter(queries[t, i], positions[t], counts[t])
             e = head[t, blocks[t, i]]
             while e >= 0:
-                if _popcount(efp[e] ^ q) <= k:
+                entry = entries[e]
+                if _popcount((entry >> _HANDLE_BITS) ^ q) <= k:
                     if count < half:
                         out[count] = i
-                        out[half + count] = ehandle[e]
+                        out[half + count] = entry & _HANDLE_MASK
                     count += 1
                 e = nxt[e]
     return count
 
 
 @njit(cache=True)
-def chain_append(head, length, nxt, efp, ehandle, top, blocks, use, values, handles):  # type: ignore[no-untyped-def]
+def chain_append(head, length, nxt, entries, top, blocks, use, values, handles, positions, counts):  # type: ignore[no-untyped-def]
     """Entry (``handles[i]``, ``values[t, i]``) onto chain ``(t, blocks[t, i])`` for each ``use[t, i]``,
     document by document, from pool slot ``top`` on (the caller made room); returns the new top."""
     tables, n = blocks.shape
@@ -174,8 +197,7 @@ def chain_append(head, length, nxt, efp, ehandle, top, blocks, use, values, hand
             if use[t, i]:
                 b = blocks[t, i]
                 nxt[top] = head[t, b]
-                efp[top] = values[t, i]
-                ehandle[top] = handles[i]
+                entries[top] = pack_filter(values[t, i], positions[t], counts[t]) << _HANDLE_BITS | handles[i]
                 head[t, b] = top
                 length[t, b] += 1
                 top += 1
@@ -183,12 +205,11 @@ def chain_append(head, length, nxt, efp, ehandle, top, blocks, use, values, hand
 
 
 @njit(cache=True)
-def chain_push(head, length, nxt, efp, ehandle, top, t, b, handles, fps):  # type: ignore[no-untyped-def]
+def chain_push(head, length, nxt, entries, top, t, b, handles, fps, positions, counts):  # type: ignore[no-untyped-def]
     """Entries (``handles[j]``, ``fps[j]``) onto chain (t, b) in order, from pool slot ``top`` on."""
     for j in range(len(handles)):
         nxt[top] = head[t, b]
-        efp[top] = fps[j]
-        ehandle[top] = handles[j]
+        entries[top] = pack_filter(fps[j], positions[t], counts[t]) << _HANDLE_BITS | handles[j]
         head[t, b] = top
         top += 1
     length[t, b] += len(handles)
@@ -196,19 +217,21 @@ def chain_push(head, length, nxt, efp, ehandle, top, t, b, handles, fps):  # typ
 
 
 @njit(cache=True)
-def chain_collect(head, nxt, efp, ehandle, t, b, out_handles, out_fps):  # type: ignore[no-untyped-def]
-    """Chain (t, b)'s entries into the outputs (its length), oldest first."""
+def chain_collect(head, nxt, entries, t, b, out_handles, out_fps, positions, counts, fixed):  # type: ignore[no-untyped-def]
+    """Chain (t, b)'s entries into the outputs (its length), oldest first; each fingerprint is its
+    filter bits unpacked plus ``fixed`` (the bits every entry of the chain shares: its block)."""
     e = head[t, b]
     j = len(out_handles)
     while e >= 0:
         j -= 1
-        out_handles[j] = ehandle[e]
-        out_fps[j] = efp[e]
+        entry = entries[e]
+        out_handles[j] = entry & _HANDLE_MASK
+        out_fps[j] = unpack_filter(entry >> _HANDLE_BITS, positions[t], counts[t]) | fixed
         e = nxt[e]
 
 
 @njit(cache=True)
-def chain_compact(head, length, nxt, efp, ehandle, new_nxt, new_fps, new_handles):  # type: ignore[no-untyped-def]
+def chain_compact(head, length, nxt, entries, new_nxt, new_entries):  # type: ignore[no-untyped-def]
     """Every chain copied into the new pools, each in one run of slots (order kept); returns the new top."""
     tables, width = head.shape
     top = 0
@@ -220,8 +243,7 @@ def chain_compact(head, length, nxt, efp, ehandle, new_nxt, new_fps, new_handles
             n = length[t, b]
             j = top + n - 1  # the newest entry goes last, linked down to the oldest
             while e >= 0:
-                new_fps[j] = efp[e]
-                new_handles[j] = ehandle[e]
+                new_entries[j] = entries[e]
                 new_nxt[j] = j - 1 if j > top else -1
                 j -= 1
                 e = nxt[e]

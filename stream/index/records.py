@@ -3,7 +3,7 @@
 Each document has three small records::
 
     0xFD doc_id(utf-8)           -> handle(5)                          by id: delete, redelivery
-    0xFC handle(5)               -> fp(8) ts(8) n(1) mask bands [len(4) payload] doc_id
+    0xFC handle(5)               -> fp(8) ts(8) n(1) mask values(8 n) [len(4) payload] doc_id
                                                                        by handle: hits, delete
     0xFE ts(8, order-preserving) handle(5) -> b""                      by event time: expire
     0xFF b"config" | b"stats" | b"handle"                              index metadata
@@ -42,7 +42,7 @@ CONFIG_KEY, STATS_KEY, HANDLE_KEY = META_NS + b"config", META_NS + b"stats", MET
 # the stamp of the band runs a clean close left on disk (bandtables.py)
 BAND_STAMP_KEY = META_NS + b"bandruns"
 # A store of another version is refused on open: docs/index.md, "Storage layout" lists what changed.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 HANDLE_LEN = 5  # bytes: 2^40 documents per store before handles wrap
 HANDLE_BLOCK = 4096
 RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands (+ PAYLOAD_FLAG)
@@ -70,7 +70,7 @@ class StoredDocument(NamedTuple):
     fingerprint: int
     ts: float
     tables: frozenset[int]
-    bands: tuple[tuple[int, int], ...]
+    bands: tuple[tuple[int, int], ...]  # (band value, 0): the index keeps no extension
     doc_id: str
     payload: bytes = b""
 
@@ -104,13 +104,15 @@ def lookup_puts(hb: bytes, ts: float, id_key: bytes) -> list[tuple[bytes, bytes]
 
 
 def pack_bands(pairs: Sequence[tuple[int, int]]) -> bytes:
-    return struct.pack(f">{2 * len(pairs)}Q", *[x for pair in pairs for x in pair])
+    """The band values, 8 bytes each, big-endian: the index keeps no extension (band tables do not
+    split), so a record stores 8 bytes per band, not 16."""
+    return struct.pack(f">{len(pairs)}Q", *[value for value, _ in pairs])
 
 
 def record_tail(value: bytes, pos: int, n: int) -> tuple[bytes, int]:
     """A record's payload and where its doc id starts, from ``pos`` = the end of the mask and the
     head's band count ``n``."""
-    pos += 16 * (n & ~PAYLOAD_FLAG)
+    pos += 8 * (n & ~PAYLOAD_FLAG)
     if not n & PAYLOAD_FLAG:
         return b"", pos
     (size,) = PAYLOAD_LEN.unpack_from(value, pos)
@@ -119,9 +121,9 @@ def record_tail(value: bytes, pos: int, n: int) -> tuple[bytes, int]:
 
 def shares_band(record: bytes, head: int, n: int, columns: list[int], query: Sequence[tuple[int, int]]) -> bool:
     """Whether the record (bands from ``head``, ``n`` of them + PAYLOAD_FLAG) has the query's band
-    value in one of ``columns`` (``pack_bands``: big-endian value then extension per band)."""
+    value in one of ``columns`` (``pack_bands``: big-endian values)."""
     count = n & ~PAYLOAD_FLAG
-    return any(c < count and int.from_bytes(record[head + 16 * c : head + 16 * c + 8], "big") == query[c][0]
+    return any(c < count and int.from_bytes(record[head + 8 * c : head + 8 * c + 8], "big") == query[c][0]
                for c in columns)
 
 
@@ -172,8 +174,8 @@ class RecordCodec:
         nbands = n & ~PAYLOAD_FLAG
         pos = RECORD_HEAD.size
         mask = int.from_bytes(value[pos : pos + self.mask_len], "little")
-        flat = struct.unpack_from(f">{2 * nbands}Q", value, self.head)  # pack_bands; one call (a restore decodes all)
-        bands = tuple(zip(flat[::2], flat[1::2], strict=True))
+        flat = struct.unpack_from(f">{nbands}Q", value, self.head)  # pack_bands
+        bands = tuple((band, 0) for band in flat)
         tables = self._tables_of_mask.get(mask)
         if tables is None:
             tables = self._tables_of_mask[mask] = frozenset(t for t in range(self.table_count) if mask >> t & 1)
@@ -199,7 +201,7 @@ class RecordCodec:
         fps: list[int] = []
         masks: list[int] = []
         band_rows: list[bytes] = []
-        head, width = self.head, 16 * self.bands
+        head, width = self.head, 8 * self.bands
         empty = bytes(width)
         for key, value in store.scan_prefix(HANDLE_NS):
             fingerprint, _, n = RECORD_HEAD.unpack_from(value)
@@ -214,9 +216,9 @@ class RecordCodec:
             yield self._columns(handles, fps, masks, band_rows)
 
     def _columns(self, handles: list[int], fps: list[int], masks: list[int], band_rows: list[bytes]) -> RecordColumns:
-        pairs = np.frombuffer(b"".join(band_rows), dtype=">u8").astype(np.uint64).reshape(len(fps), 2 * self.bands)
+        values = np.frombuffer(b"".join(band_rows), dtype=">u8").astype(np.uint64).reshape(len(fps), self.bands)
         return RecordColumns(np.array(handles, dtype=np.uint64), np.array(fps, dtype=np.uint64),
-                             np.array(masks, dtype=np.uint64), np.ascontiguousarray(pairs[:, 0::2]))
+                             np.array(masks, dtype=np.uint64), values)
 
 
 # -- the store's metadata -------------------------------------------------------------------------

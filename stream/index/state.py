@@ -99,7 +99,8 @@ class IndexState:
                     Handles(kv), None)
         state.tables = [BucketTable(t, scheme, kv, cache, stats, policy, state.fingerprints_of)
                         for t, scheme in enumerate(layout.simhash)]
-        slot_lists = [cache.slots(t, scheme.top_len) for t, scheme in enumerate(layout.simhash)]
+        slot_lists = [cache.slots(t, scheme.top_len, layout.filter_masks[t] & ~(mask << shift), shift)
+                      for t, (scheme, (shift, mask)) in enumerate(zip(layout.simhash, layout.blocks, strict=True))]
         if all(slots is not None for slots in slot_lists):
             pairs = zip(slot_lists, layout.blocks, strict=True)
             state.root_slots = tuple((slots, low, mask) for slots, (low, mask) in pairs if slots is not None)
@@ -158,7 +159,7 @@ class IndexState:
         memo = self.bands_memo
         if memo is not None and memo[0] is bands:
             return memo[1]
-        pairs = tuple((int(v), int(e)) for v, e in bands)
+        pairs = tuple((int(v), 0) for v, _ in bands)  # extensions are not kept (records.pack_bands)
         if type(bands) is tuple:
             self.bands_memo = (bands, pairs)
         return pairs

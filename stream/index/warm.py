@@ -22,7 +22,7 @@ def compile_rare_kernels() -> None:
     band_map.remove_many(tables, values, handles)
     arena = RootArena(capacity=4)
     arena.MIN_GARBAGE = 0  # compact at the first chance
-    arena.add_table(0, 2)
+    arena.add_table(0, 2, (1 << 24) - 1, 48)
     arena.push(0, 0, handles[:4], values[:4])
     arena.drop(0, 0)
     arena.push(0, 1, handles[:4], values[:4])  # the pools are full of garbage: compacted

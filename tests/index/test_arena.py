@@ -12,13 +12,20 @@ from stream.index.arena import RootArena
 
 from .helpers import brute_force
 
+FILTER, SHIFT = (1 << 24) - 1, 48  # the entries keep the low 24 bits; the block is the top 16
+
 
 def _arena(tables: int = 2, width: int = 8) -> RootArena:
     arena = RootArena(capacity=16)
     for t in range(tables):
-        arena.add_table(t, width)
+        arena.add_table(t, width, FILTER, SHIFT)
     arena.MIN_GARBAGE = 4  # compact as soon as garbage outgrows the live entries
     return arena
+
+
+def _kept(value: int, block: int) -> int:
+    """What the arena gives back of a masked fingerprint: its filter bits and the chain's block."""
+    return (value & FILTER) | (block << SHIFT)
 
 
 def test_chains_equal_a_model_through_appends_releases_and_compactions() -> None:
@@ -39,7 +46,8 @@ def test_chains_equal_a_model_through_appends_releases_and_compactions() -> None
             for i in range(n):
                 for t in range(2):
                     if use[t, i]:
-                        model.setdefault((t, int(blocks[t, i])), []).append((int(handles[i]), int(values[t, i])))
+                        b = int(blocks[t, i])
+                        model.setdefault((t, b), []).append((int(handles[i]), _kept(int(values[t, i]), b)))
         else:
             t, b = rng.randrange(2), rng.randrange(8)
             if action < 0.8:
@@ -51,6 +59,7 @@ def test_chains_equal_a_model_through_appends_releases_and_compactions() -> None
         assert arena.live == sum(map(len, model.values())), step
         peak = max(peak, arena.live)
     assert arena.compactions > 0 and arena.capacity <= 4 * (peak + 24)  # compacted rather than grown
+    assert arena.top - arena.laid_out <= max(arena.laid_out // arena.SCATTERED, arena.MIN_GARBAGE) + 24
     for (t, b), entries in model.items():
         assert arena.length[t, b] == len(entries)
         handles, fps = arena.release(t, b)
@@ -68,7 +77,8 @@ def test_within_finds_exactly_the_entries_within_k() -> None:
     docs, handles = arena.within(query_blocks, np.ones((1, 50), dtype=np.bool_), queries, 3)
     found = set(zip(docs.tolist(), handles.tolist(), strict=True))
     expected = {(i, e) for i in range(50) for e in range(300)
-                if blocks[0, e] == query_blocks[0, i] and (int(values[0, e]) ^ int(queries[0, i])).bit_count() <= 3}
+                if blocks[0, e] == query_blocks[0, i]
+                and ((int(values[0, e]) ^ int(queries[0, i])) & FILTER).bit_count() <= 3}
     assert found == expected and len(found) >= 50  # each query is within 1 bit of its own entry
 
 

@@ -40,9 +40,9 @@ def test_cache_evicts_least_recently_used_and_keeps_root_slots_in_step() -> None
     from stream.index.table import Bucket, BucketCache
 
     cache = BucketCache(max_bytes=10 * BucketCache.BUCKET_BYTES)
-    slots = cache.slots(0, 2)
+    slots = cache.slots(0, 2, (1 << 24) - 1, 48)
     assert slots is not None and len(slots) == 1 << 16
-    assert cache.slots(1, 3) is None  # a 3-byte block would need 2^24 slots
+    assert cache.slots(1, 3, (1 << 24) - 1, 40) is None  # a 3-byte block would need 2^24 slots
     keys = [b"\x00" + i.to_bytes(2, "big") for i in range(10)]
     for key in keys:
         cache.put(key, Bucket())

@@ -156,10 +156,10 @@ def test_a_store_of_an_older_format_is_refused_with_a_clear_error(tmp_path: Path
     from stream.index import RocksStore
 
     store = RocksStore(str(tmp_path / "i"))
-    store.put(b"\xffconfig", json.dumps({"version": 5, "k": 3, "bits": 64, "bands": 16}).encode())
+    store.put(b"\xffconfig", json.dumps({"version": 6, "k": 3, "bits": 64, "bands": 16}).encode())
     store.close()
-    # format 5 keeps band entries as keys, format 6 rebuilds the band tables from the records
-    with pytest.raises(ValueError, match="format version 5, this code reads version 6"):
+    # format 6 records keep 16 bytes per band (value and extension), format 7 the value alone
+    with pytest.raises(ValueError, match="format version 6, this code reads version 7"):
         BlockIndex(str(tmp_path / "i"), k=3, bands=16)
 
 
