@@ -21,7 +21,7 @@ def _compose() -> dict[str, Any]:
 
 
 def test_compose_file_matches_the_compose_specification() -> None:
-    schema = json.loads((ROOT / "tests/fixtures/compose/compose_spec.json").read_text())
+    schema = json.loads((ROOT / "tests/fixtures/compose/compose-spec.json").read_text())
     jsonschema.validate(_compose(), schema)
 
 
