@@ -102,6 +102,10 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
 
 def run(argv: list[str] | None = None) -> NoReturn:
     """The ``dedup`` console script: click's own handling for usage errors, one line for the rest."""
+    from stream.service.runtime.logs import quiet_librdkafka
+
+    args = sys.argv[1:] if argv is None else argv
+    quiet_librdkafka(_debug["on"] or "--debug" in args[:1])
     try:
         code = main.main(args=argv, prog_name="dedup", standalone_mode=False)
     except click.ClickException as exc:

@@ -125,8 +125,7 @@ class DedupApp:
         self.app = faust_app(s)
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
-        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker",
-                                            "logger": logging.getLogger("dedup.librdkafka")}))
+        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}))
         self.topics = Topics(
             probe=topology.internal_name("probe"),
             gather=topology.internal_name("gather"),

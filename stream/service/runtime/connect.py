@@ -3,7 +3,6 @@ health check."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from stream.errors import BrokerUnavailable
@@ -29,7 +28,7 @@ def broker_ping(settings: Settings) -> Callable[[float], None]:
     """A metadata request to the broker (raises when it does not answer within the timeout)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(settings.confluent(logger=logging.getLogger("dedup.librdkafka")))
+    admin = AdminClient(settings.confluent())
 
     def ping(timeout: float) -> None:
         admin.list_topics(timeout=timeout)
