@@ -122,6 +122,7 @@ class Settings:
     short_text_chars: int = FingerprintConfig.short_text_chars
     metrics_port: int | None = None  # /metrics (Prometheus), /health and /ready on this port if set
     metrics_host: str = "127.0.0.1"  # bind address of that port (0.0.0.0 in a container)
+    metrics_token: str | None = None  # if set, that port answers only requests with this bearer token
     log_level: str = "warning"
     log_format: str = "text"  # text | json (one object a line)
     # when the broker has lost data this worker's tables already hold (a restarted in-memory broker, a
