@@ -12,7 +12,7 @@ from stream.errors import EXIT_BROKER, EXIT_REJECTED
 from stream.service.commands.common import broker_option, client_settings, config_option
 from stream.service.commands.letters import DeadLetter, check_selectors, read_letters
 from stream.service.commands.replay import Ledger, ReplayReport, Selection, read_ledger, replay
-from stream.service.commands.verdicts import RowPrinter
+from stream.service.commands.verdicts import Column, RowPrinter
 
 BATCH = 200  # letters per printed table: a terminal sees the first ones while the rest are read
 
@@ -20,8 +20,8 @@ BATCH = 200  # letters per printed table: a terminal sees the first ones while t
 class LetterPrinter(RowPrinter):
     """Letters with what the ledger knows of them."""
 
-    columns = ("letter", "code", "stage", "source", "replayed", "preview")
-    widths = (9, 18, 11, 30, 10, 60)
+    columns = (Column("letter", 9), Column("code", 18), Column("stage", 11), Column("source", 30, flexible=True),
+               Column("replayed", 10), Column("preview", 60, flexible=True))
 
     def __init__(self, as_json: bool, ledger: Ledger) -> None:
         super().__init__(as_json)
