@@ -26,6 +26,7 @@ JUDGED = Counter("dedup_documents_judged_total", "Documents judged, counted once
                  ["verdict"])
 REVISED = Counter("dedup_verdicts_revised_total", "Verdicts revised after publication, by the new verdict (not "
                   "new documents)", ["verdict"])
+READY = Gauge("dedup_ready", "1 while the worker is assigned, its tables recovered and consuming (GET /ready)")
 LAG = Gauge("dedup_consumer_lag", "Records of an input partition not yet processed by this worker (the partition's "
             "end minus the agent's position); stage documents is the documents topic", ["stage", "topic", "partition"])
 HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (probe/gather) and route: "

@@ -110,8 +110,8 @@ SNIPPET_CHARS = 16
 
 def label_of(doc: dict[str, Any]) -> str:
     """A document as a person recognizes it: its title, else the first characters of its text."""
-    fields = doc.get("fields") if isinstance(doc.get("fields"), dict) else {}
-    title = doc.get("title") or fields.get("title")
+    fields = doc.get("fields")
+    title = doc.get("title") or (fields.get("title") if isinstance(fields, dict) else None)
     if isinstance(title, str) and title.strip():
         return f"《{title.strip()[:SNIPPET_CHARS]}》"
     text = " ".join(str(doc.get("text") or "").split())

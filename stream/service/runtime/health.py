@@ -67,7 +67,10 @@ class Health:
         return ready, {**body, "ready": ready, "reasons": reasons}
 
     def set_ready(self, ready: bool, because: str = "") -> None:
+        from stream.service.metrics import READY
+
         self.ready = ready
+        READY.set(1 if ready else 0)
         if not ready:
             self.not_ready_because = because or "not ready"
 
