@@ -362,9 +362,21 @@ class DedupApp:
                 if not self.app.rebalancing:
                     ends = known_ends(self.app.consumer, inputs[stage])
                     self._request_seeks(ledger.stalled(ends))
-                    metrics.set_lag(stage, {tp: end - (ledger.position(tp) or end) for tp, end in ends.items()})
+                    metrics.set_lag(stage, self._lags(ledger, ends))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
+
+    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
+        """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
+        else (nothing processed since the assignment) from the group's committed offset."""
+        committed = getattr(self.app.consumer, "_committed_offset", {})
+        lags = {}
+        for tp, end in ends.items():
+            position = ledger.position(tp)
+            if position is None:
+                position = committed.get(tp)  # faust's TP is a (topic, partition) named tuple
+            lags[tp] = end - position if position is not None else 0
+        return lags
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
         for stage in self.ledgers:

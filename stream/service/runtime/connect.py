@@ -20,6 +20,7 @@ def ensure_reachable(settings: Settings) -> None:
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
+        admin.poll(0)  # hands librdkafka's queued log lines to its logger: shown with --debug only
         raise BrokerUnavailable(f"no Kafka broker answers at {settings.bootstrap} (waited {timeout:.0f} s: "
                                 f"{exc.args[0].str() if exc.args else exc}); check --broker / DEDUP_BROKER") from None
 
