@@ -88,3 +88,15 @@ def test_a_terminal_table_shows_whole_headers_at_120_columns(monkeypatch: pytest
         header = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue().splitlines()[0])
         assert header.split() == list(shown), (width, header)
         assert "…" not in header and len(header.rstrip()) <= width
+
+
+def test_plain_text_is_told_apart_from_jsonl_with_bad_lines() -> None:
+    from stream.errors import UsageError
+    from stream.service.commands.publish import sniff_jsonl
+
+    jsonl = [b"{not json\n", b"\n", b'{"id": "a", "text": "x"}\n', b'{"id": "b", "text": "y"}\n']
+    assert list(sniff_jsonl(iter(jsonl), "f")) == jsonl  # a bad first line is that line's problem alone
+    assert list(sniff_jsonl(iter([]), "f")) == []
+    prose = [b"Dear operator,\n", b"\n", b"this is prose.\n", b"[not, json\n", b"more\n", b"and more\n", b"{}\n"]
+    with pytest.raises(UsageError, match="f is not JSONL: none of its first 5 lines is JSON"):
+        list(sniff_jsonl(iter(prose), "f"))
