@@ -179,6 +179,12 @@ def test_a_live_worker_s_endpoints_metrics_and_ready_state(deployment: Deploymen
     assert _metric(metrics, 'dedup_documents_judged_total{verdict="unique"}') >= sum(
         v["verdict"] == "unique" for v in table.values())  # a revision only ever turns unique into a duplicate
     assert 'dedup_consumer_lag{partition="0",stage="documents"' in metrics
+    deadline = time.monotonic() + 20  # every document answered: the lag drains to 0 (set every 2 s)
+    while _metric(metrics, 'dedup_consumer_lag{') != 0 and time.monotonic() < deadline:
+        time.sleep(1)
+        metrics = _get(f"{url}/metrics", token)[1]
+    lags = [line for line in metrics.splitlines() if line.startswith("dedup_consumer_lag{")]
+    assert len(lags) >= 4 and _metric(metrics, 'dedup_consumer_lag{') == 0, lags  # 4 documents partitions
     assert _metric(metrics, "dedup_ready ") == 1.0
 
     broker = deployment.broker.proc.pid
