@@ -138,3 +138,20 @@ def test_the_ready_file_of_a_stopped_process_does_not_count(tmp_path: Path) -> N
         sleeper.kill()
         sleeper.wait()
     assert ready_pid(tmp_path) is None  # gone
+
+
+def test_lag_gauges_follow_the_assignment() -> None:
+    from prometheus_client import generate_latest
+
+    from stream.service import metrics
+
+    metrics.set_lag("documents", {("docs-x", 0): 7, ("docs-x", 1): 0, ("docs-x", 2): -3})
+    text = generate_latest().decode()
+    assert 'dedup_consumer_lag{partition="0",stage="documents",topic="docs-x"} 7.0' in text
+    assert 'dedup_consumer_lag{partition="2",stage="documents",topic="docs-x"} 0.0' in text  # never negative
+    metrics.set_lag("documents", {("docs-x", 1): 4})  # partitions 0 and 2 revoked
+    text = generate_latest().decode()
+    assert 'topic="docs-x"' in text and 'partition="0",stage="documents",topic="docs-x"' not in text
+    assert 'dedup_consumer_lag{partition="1",stage="documents",topic="docs-x"} 4.0' in text
+    metrics.set_lag("documents", {})
+    assert 'topic="docs-x"' not in generate_latest().decode()
