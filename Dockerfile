@@ -6,8 +6,8 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY stream ./stream
 COPY topology ./topology
-# Every dependency has a wheel for this platform (tests/test_service_compose.py checks it with no
-# compiler): the slim image has none.
+# Every dependency has a wheel for this platform (tests/service/test_deployment_files.py,
+# test_the_image_installs_without_a_compiler, checks it): the slim image has no compiler.
 RUN pip install . && useradd --create-home dedup && mkdir -p /var/lib/dedup && chown dedup /var/lib/dedup
 USER dedup
 ENV DEDUP_DATA_DIR=/var/lib/dedup

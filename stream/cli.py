@@ -102,11 +102,22 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
 
 
 def run(argv: list[str] | None = None) -> NoReturn:
-    """The ``dedup`` console script: click's own handling for usage errors, one line for the rest."""
+    """The ``dedup`` console script: every error as one line on standard error and its exit code."""
+    from stream.service.runtime.logs import quiet_librdkafka
+
+    args = sys.argv[1:] if argv is None else argv
+    quiet_librdkafka(_debug["on"] or "--debug" in args[:1])
     try:
         code = main.main(args=argv, prog_name="dedup", standalone_mode=False)
+    except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `dedup bench` alone: its help, as click shows it
+            exc.show()
+        else:  # one line, like every other error: click's own form takes three
+            where = exc.ctx.command_path if exc.ctx is not None else "dedup"
+            click.echo(f"{where}: error: {exc.format_message()} (see {where} --help)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"dedup: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("interrupted", err=True)

@@ -32,6 +32,26 @@ def _duration(value: str | None) -> float | None:
     return None if value in (None, "", "none") else parse_duration(str(value), "retention")
 
 
+class Duration(click.ParamType):
+    """A duration option (30d, 12h, 900s; with ``allow_none``, also none), checked when parsed so that
+    a typo is a usage error (exit 2) naming the option; the text is kept for the settings to read."""
+
+    name = "duration"
+
+    def __init__(self, allow_none: bool = False) -> None:
+        self.allow_none = allow_none
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value).strip()
+        if self.allow_none and text.lower() in ("", "none"):
+            return text
+        try:
+            parse_duration(text, param.name if param and param.name else "duration")
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return text
+
+
 FP, MS = FingerprintConfig, MatchSettings
 SPECS = (
     Spec(("-k",), "k", click.IntRange(0, 31), MS.k, "SimHash Hamming radius of the lossless block tables."),
@@ -43,7 +63,7 @@ SPECS = (
     Spec(("--containment-min-shingles",), "containment_min_shingles", click.IntRange(0),
          MS.containment_min_shingles, "The shorter document needs this many distinct shingles to be 'contained' "
          "(about as many characters of Chinese, or words of English)."),
-    Spec(("--retention",), "retention", str, "none",
+    Spec(("--retention",), "retention", Duration(allow_none=True), "none",
          "Match only documents whose event times are at most this far apart (30d, 12h, 900s; none: no limit); "
          "older index entries are deleted as newer documents arrive."),
     Spec(("--max-matches",), "max_matches", click.IntRange(1), MS.max_matches,

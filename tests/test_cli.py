@@ -54,13 +54,6 @@ def test_rejected_lines_make_scan_exit_1_after_judging_every_good_line(tmp_path:
     assert result.stdout.count('"verdict"') == 2
 
 
-def test_an_unreachable_broker_is_named(docs: Path) -> None:
-    broker = f"kafka://127.0.0.1:{closed_port()}"
-    for args in (("topology", "check"), ("publish", str(docs)), ("verdicts",)):
-        result = dedup(*args, "--broker", broker, env={"DEDUP_CONNECT_TIMEOUT": "2"})
-        one_line_error(result, 4, "no Kafka broker answers at 127.0.0.1:", "waited 2 s")
-
-
 def test_a_client_command_without_a_broker_says_how_to_get_one(docs: Path, tmp_path: Path) -> None:
     env = {"XDG_RUNTIME_DIR": str(tmp_path), "DEDUP_BROKER": ""}  # no `dedup broker` registered here
     one_line_error(dedup("publish", str(docs), env=env), 2, "no broker", "--broker", "dedup broker")
@@ -105,3 +98,65 @@ def test_help_lists_exit_codes_and_every_option_is_explained() -> None:
                     assert param.help, f"{path} {name}: {param.opts} has no help"
 
     walk(main, "dedup")
+
+
+def only_line(result: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    """The error is exactly one line on standard error (besides the note of a found broker)."""
+    one_line_error(result, code, *words)
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("using the broker started")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_an_unreachable_broker_is_one_line_from_every_command(docs: Path, tmp_path: Path) -> None:
+    """librdkafka's own "%3|...|FAIL|" lines stay off stderr (they come with --debug)."""
+    broker = f"kafka://127.0.0.1:{closed_port()}"
+    env = {"DEDUP_CONNECT_TIMEOUT": "2", "DEDUP_DATA_DIR": str(tmp_path / "w")}
+    for args in (("verdicts",), ("publish", str(docs)), ("dlq", "list"), ("topology", "check"), ("worker",)):
+        result = dedup(*args, "--broker", broker, env=env)
+        assert "%3|" not in result.stderr and "FAIL" not in result.stderr, (args, result.stderr)
+        only_line(result, 4, "no Kafka broker answers at 127.0.0.1:", "waited 2 s")
+
+
+def test_a_bad_option_value_is_one_line_and_exit_2() -> None:
+    line = only_line(dedup("worker", "--retention", "30days"), 2, "--retention", "30days", "30d")
+    assert line.startswith("dedup worker: error:")
+    only_line(dedup("scan", "--retention", "30days", "x.jsonl"), 2, "--retention")
+    only_line(dedup("worker", "--late-allowance", "soon"), 2, "--late-allowance")
+    only_line(dedup("no-such-command"), 2, "No such command")
+    only_line(dedup("verdicts", "--since", "yesterday-ish"), 2, "--since", "neither a duration")
+    only_line(dedup("verdicts", "--verdict", "maybe"), 2, "--verdict")
+
+
+def test_reset_without_a_terminal_refuses_unless_yes(tmp_path: Path) -> None:
+    data = tmp_path / "w"
+    (data / "v1").mkdir(parents=True)
+    refused = subprocess.run([sys.executable, "-m", "stream", "reset", "--data-dir", str(data)], capture_output=True,
+                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    only_line(refused, 2, "no terminal", "--yes")
+    assert (data / "v1").exists()
+    done = subprocess.run([sys.executable, "-m", "stream", "reset", "--data-dir", str(data), "--yes"],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and not (data / "v1").exists(), done.stderr
+
+
+def test_the_local_broker_s_port_and_registry_are_documented_and_not_kafka_s() -> None:
+    from stream.service.commands.broker import DEFAULT_PORT
+
+    assert DEFAULT_PORT != 9092
+    text = dedup("broker", "--help").stdout
+    assert f"default: {DEFAULT_PORT}" in text and "broker.json" in text and "DEDUP_BROKER_REGISTRY" in text
+
+
+def test_the_broker_registry_is_per_user_and_can_be_moved(tmp_path: Path) -> None:
+    from stream.service.runtime.embedded import registry_path
+
+    env = {k: v for k, v in os.environ.items() if k != "DEDUP_BROKER_REGISTRY"}
+    code = "from stream.service.runtime.embedded import registry_path; print(registry_path())"
+    default = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                             env={**env, "XDG_RUNTIME_DIR": str(tmp_path)}).stdout.strip()
+    assert default == str(tmp_path / f"dedup-{os.getuid()}" / "broker.json")
+    moved = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                           env={**env, "DEDUP_BROKER_REGISTRY": str(tmp_path / "mine.json")}).stdout.strip()
+    assert moved == str(tmp_path / "mine.json")
+    assert registry_path().name.endswith(".json")

@@ -19,7 +19,16 @@ DELETES = Counter("dedup_deletes_total", "Deletions: requested (input records), 
 EXPIRED = Counter("dedup_expired_total", "Index entries deleted because retention leaves them nothing to match")
 PROBES = Counter("dedup_probes_total", "Per-partition document probes run")
 CANDIDATES = Counter("dedup_candidates_total", "Index candidates verified")
-VERDICTS = Counter("dedup_verdicts_total", "Verdicts published", ["verdict", "revised"])
+VERDICTS = Counter("dedup_verdicts_total", "Verdict records published, first verdicts and revisions alike "
+                   "(revised=true: a later document changed an earlier verdict)", ["verdict", "revised"])
+# what a person means by "documents judged": one per document, by its first verdict; revisions apart
+JUDGED = Counter("dedup_documents_judged_total", "Documents judged, counted once each by their first verdict",
+                 ["verdict"])
+REVISED = Counter("dedup_verdicts_revised_total", "Verdicts revised after publication, by the new verdict (not "
+                  "new documents)", ["verdict"])
+READY = Gauge("dedup_ready", "1 while the worker is assigned, its tables recovered and consuming (GET /ready)")
+LAG = Gauge("dedup_consumer_lag", "Records of an input partition not yet processed by this worker (the partition's "
+            "end minus the agent's position); stage documents is the documents topic", ["stage", "topic", "partition"])
 HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (probe/gather) and route: "
                "local (a partition this worker owns, no Kafka round trip) or kafka", ["hop", "route"])
 REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents")
@@ -37,6 +46,19 @@ LATENCY = Histogram("dedup_verdict_latency_seconds", "Input record timestamp to 
 # good (a compacted topic, or past retention): the one to alert on
 INPUT_REREADS = Gauge("dedup_input_rereads", "Input re-reads by the agent's ledger since start: gaps found, "
                       "silent partitions found, gaps accepted as lost", ["agent", "kind"])
+
+
+_lag_labels: dict[str, set[tuple[str, str, str]]] = {}
+
+
+def set_lag(stage: str, lags: dict[tuple[str, int], int]) -> None:
+    """Set the lag of ``stage``'s assigned partitions; drop partitions it no longer has."""
+    labels = {(stage, topic, str(partition)) for topic, partition in lags}
+    for gone in _lag_labels.get(stage, set()) - labels:
+        LAG.remove(*gone)
+    for (topic, partition), lag in lags.items():
+        LAG.labels(stage, topic, str(partition)).set(max(0, lag))
+    _lag_labels[stage] = labels
 
 
 def watch_ledger(agent: str, ledger: InputLedger) -> None:

@@ -6,6 +6,7 @@ confluent-kafka (publish, verdicts, topology).
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from stream.durations import parse_duration
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig
 from stream.fingerprint.schema import SIMHASH_FEATURES
+from stream.service.runtime.logs import LIBRDKAFKA_LOGGER
 from topology import Topology, load_topology
 
 ENV_PREFIX = "DEDUP_"
@@ -120,6 +122,7 @@ class Settings:
     short_text_chars: int = FingerprintConfig.short_text_chars
     metrics_port: int | None = None  # /metrics (Prometheus), /health and /ready on this port if set
     metrics_host: str = "127.0.0.1"  # bind address of that port (0.0.0.0 in a container)
+    metrics_token: str | None = None  # if set, that port answers only requests with this bearer token
     log_level: str = "warning"
     log_format: str = "text"  # text | json (one object a line)
     # when the broker has lost data this worker's tables already hold (a restarted in-memory broker, a
@@ -145,9 +148,11 @@ class Settings:
         return ";".join(f"kafka://{h}" for h in self.bootstrap.split(","))
 
     def confluent(self, **extra: Any) -> dict[str, Any]:
-        # librdkafka logs at level 6 (info) by default, e.g. a "Disconnected" line on stderr when the
-        # embedded broker stops before a client: warnings and errors (level <= 4) are what users need
-        return {"bootstrap.servers": self.bootstrap, "log_level": 4, **self.security.confluent(), **extra}
+        # librdkafka writes its own log lines (one "%3|...|FAIL|" per connection attempt) straight to
+        # stderr unless given a logger: routed to the "dedup.librdkafka" logger, which the command line
+        # shows only with --debug and the worker at --loglevel debug (stream.service.runtime.logs)
+        return {"bootstrap.servers": self.bootstrap, "log_level": 4, "logger": logging.getLogger(LIBRDKAFKA_LOGGER),
+                **self.security.confluent(), **extra}
 
     def topology(self) -> Topology:
         return load_topology(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,9 +21,20 @@ def _compose() -> dict[str, Any]:
     return data
 
 
+def _schema() -> dict[str, Any]:
+    data = json.loads((ROOT / "tests/fixtures/compose/compose-spec.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
 def test_compose_file_matches_the_compose_specification() -> None:
-    schema = json.loads((ROOT / "tests/fixtures/compose/compose_spec.json").read_text())
+    schema = _schema()
+    assert schema["$schema"].endswith("draft-07/schema") and "include" in schema["properties"]  # the current spec
     jsonschema.validate(_compose(), schema)
+    broken = _compose()
+    broken["services"]["worker"]["restart_policy"] = "on-failure"  # not a service key: the schema must say so
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
 
 
 def test_compose_uses_official_kafka_in_kraft_mode_and_applies_the_topology_first() -> None:
@@ -32,9 +44,11 @@ def test_compose_uses_official_kafka_in_kraft_mode_and_applies_the_topology_firs
     assert "controller" in kafka["environment"]["KAFKA_PROCESS_ROLES"]
     assert services["topology"]["command"] == ["topology", "apply"]
     assert services["worker"]["depends_on"]["topology"]["condition"] == "service_completed_successfully"
-    # scalable: no fixed container name, no host port, state in a per-replica volume
+    # scalable: no fixed container name, a host port range (one per replica) on loopback, state in a
+    # per-replica volume
     worker = services["worker"]
-    assert "container_name" not in worker and "ports" not in worker
+    assert "container_name" not in worker
+    assert worker["ports"] == ["127.0.0.1:9100-9107:9100"]
     assert worker["volumes"] == ["/var/lib/dedup"]
     assert worker["environment"]["DEDUP_DATA_DIR"] == "/var/lib/dedup"
 
@@ -98,3 +112,39 @@ def test_dockerfile_installs_the_project_and_runs_the_cli() -> None:
     assert 'ENTRYPOINT ["dedup"]' in text
     for path in ("stream", "topology", "pyproject.toml"):
         assert path in text and (ROOT / path).exists()
+    # a test the comments name exists, with the test function named
+    for test_file in re.findall(r"tests/[\w/]+\.py", text):
+        assert (ROOT / test_file).is_file(), test_file
+    assert "test_the_image_installs_without_a_compiler" in text
+
+
+def test_workers_restart_on_75_and_4_only() -> None:
+    """Docker's on-failure restarts on any non-zero code: the restart gate passes 75 and 4 through
+    and turns the others into a stop (exit 3 after the broker lost data used to loop forever)."""
+    worker = _compose()["services"]["worker"]
+    assert worker["restart"] == "on-failure"
+    assert worker["entrypoint"][:3] == ["python", "-m", "stream.service.runtime.restart_gate"]
+    from stream.service.runtime.restart_gate import RESTARTABLE
+
+    assert {75, 4} == RESTARTABLE
+
+
+def test_every_bind_mount_names_a_file_in_the_repository() -> None:
+    """A relative bind mount of a missing path makes Docker create an empty root-owned directory."""
+    for name, service in _compose()["services"].items():
+        for volume in service.get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if source.startswith((".", "/")) and ":" in volume:
+                assert (ROOT / source).exists(), f"{name} mounts {source}, which is not in the repository"
+
+
+def test_the_monitoring_profile_runs_prometheus_grafana_and_a_kafka_ui_on_loopback() -> None:
+    services = _compose()["services"]
+    monitoring = {name for name, s in services.items() if "monitoring" in s.get("profiles", [])}
+    assert monitoring == {"prometheus", "grafana", "kafka-ui"}
+    for name, service in services.items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond the host's loopback"
+    prometheus = yaml.safe_load((ROOT / "monitoring/prometheus/prometheus.yml").read_text())
+    job = prometheus["scrape_configs"][0]
+    assert job["dns_sd_configs"][0]["names"] == ["worker"] and job["dns_sd_configs"][0]["port"] == 9100

@@ -85,7 +85,7 @@ def test_the_ledger_knows_a_letter_by_position_and_bytes_and_its_replays_dead_le
     printer.stream = out = io.StringIO()
     printer.print([letter, again, other])
     rows = [line.split("\t") for line in out.getvalue().splitlines()]
-    assert rows[0] == list(LetterPrinter.columns)
+    assert rows[0] == [c.name for c in LetterPrinter.columns]
     assert [(r[0], r[4]) for r in rows[1:]] == [("1:7", "yes"), ("1:30", "from 1:7"), ("1:7", "")]
     printer = LetterPrinter(True, ledger)
     printer.stream = out = io.StringIO()

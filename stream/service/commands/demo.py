@@ -60,10 +60,11 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
         with console.status(f"starting {workers} worker(s) (consumer-group join, table recovery)..."):
             _wait_ready(root, procs)
         started = _publish(settings, lines, console)
-        documents = len({json.loads(line)["id"] for line in lines})
-        stats, last_at = _follow(settings, documents, procs, root, console)
+        labels = {str(doc["id"]): label_of(doc) for doc in map(json.loads, lines)}
+        console.print(LEGEND, highlight=False)
+        stats, last_at = _follow(settings, labels, procs, root, console)
         _summarize(stats, max(1e-9, last_at - started), console)
-        answered = len(stats.latest) >= documents
+        answered = len(stats.latest) >= len(labels)
         if keep_running:
             broker.register()
             console.print(f"broker and worker keep running: `dedup verdicts` (or --broker {broker.url}); "
@@ -100,10 +101,28 @@ def _publish(settings: Settings, lines: list[str], console: Any) -> float:
     return started
 
 
-def _follow(settings: Settings, documents: int, procs: list[subprocess.Popen[bytes]], root: Path,
+LEGEND = ("[bold]legend[/bold]  [yellow]duplicate[/yellow]: the same text as an earlier document; "
+          "[yellow]near-duplicate[/yellow]: a verified similarity of 0.8 or more (A ~ B), or most of A's "
+          "text inside B (A ⊂ B); [yellow]revised[/yellow]: a later arrival changed an earlier verdict. Each "
+          "document is shown as its title (or first words) and id; unique documents are counted, not listed.")
+SNIPPET_CHARS = 16
+
+
+def label_of(doc: dict[str, Any]) -> str:
+    """A document as a person recognizes it: its title, else the first characters of its text."""
+    fields = doc.get("fields")
+    title = doc.get("title") or (fields.get("title") if isinstance(fields, dict) else None)
+    if isinstance(title, str) and title.strip():
+        return f"《{title.strip()[:SNIPPET_CHARS]}》"
+    text = " ".join(str(doc.get("text") or "").split())
+    return f"“{text[:SNIPPET_CHARS]}{'…' if len(text) > SNIPPET_CHARS else ''}”"
+
+
+def _follow(settings: Settings, labels: dict[str, str], procs: list[subprocess.Popen[bytes]], root: Path,
             console: Any) -> tuple[VerdictStats, float]:
     """Print duplicates as their verdicts arrive, until every document has one (and 2 s for late
     revisions); returns the counts and when the last verdict arrived."""
+    documents = len(labels)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     stats = VerdictStats()
@@ -121,7 +140,7 @@ def _follow(settings: Settings, documents: int, procs: list[subprocess.Popen[byt
                     verdict: dict[str, Any] = json.loads(msg.value())
                     stats.add(verdict)
                     last_at = time.time()
-                    _print_duplicate(verdict, bar.console)
+                    _print_duplicate(verdict, labels, bar.console)
                 bar.update(task, completed=len(stats.latest))
                 if any(p.poll() is not None for p in procs):
                     raise DedupError(f"a worker stopped; see {root}/worker-*.log")
@@ -135,14 +154,16 @@ def _follow(settings: Settings, documents: int, procs: list[subprocess.Popen[byt
     return stats, last_at
 
 
-def _print_duplicate(v: dict[str, Any], console: Any) -> None:
+def _print_duplicate(v: dict[str, Any], labels: dict[str, str], console: Any) -> None:
     if v["verdict"] not in ("duplicate", "near_duplicate"):
         return
     tag = "revised " if v.get("revised") else ""
     others = f", {v['match_count']} matches" if v.get("match_count", 1) > 1 else ""
-    how = "contained in" if v.get("relation") == "contained" else "~"
-    console.print(f"[yellow]{tag}{v['verdict']:14}[/yellow] {v['id']} {how} {v['canonical']} "
-                  f"(similarity {v['similarity']:.2f}, distance {v['distance']}{others})", markup=True, highlight=False)
+    how = "⊂" if v.get("relation") == "contained" else "~"
+    doc, canonical = str(v["id"]), str(v["canonical"])
+    console.print(f"[yellow]{tag}{v['verdict'].replace('_', '-'):14}[/yellow] {labels.get(doc, '')} [dim]{doc}[/dim] "
+                  f"{how} {labels.get(canonical, '')} [dim]{canonical}[/dim]  similarity {v['similarity']:.2f}, "
+                  f"distance {v['distance']}{others}", markup=True, highlight=False)
 
 
 def _summarize(stats: VerdictStats, elapsed: float, console: Any) -> None:
@@ -151,8 +172,11 @@ def _summarize(stats: VerdictStats, elapsed: float, console: Any) -> None:
     console.print()
     console.print("[bold]summary[/bold]")
     console.print(f"  documents        {summary['documents']}")
-    console.print(f"  duplicates found {counts.get('duplicate', 0)} exact, {counts.get('near_duplicate', 0)} near, "
-                  f"{counts.get('unique', 0)} unique, {counts.get('empty', 0)} empty; {stats.revised} revisions")
+    found = counts.get("duplicate", 0) + counts.get("near_duplicate", 0)
+    console.print(f"  duplicates found {found}: {counts.get('duplicate', 0)} exact, "
+                  f"{counts.get('near_duplicate', 0)} near")
+    console.print(f"  other documents  {counts.get('unique', 0)} unique, {counts.get('empty', 0)} empty (nothing to "
+                  f"compare); {stats.revised} verdicts revised")
     console.print(f"  throughput       {summary['documents'] / elapsed:.0f} documents/s "
                   f"(publish to last verdict, {elapsed:.1f} s)")
     lat = summary["latency_ms"]

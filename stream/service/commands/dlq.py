@@ -10,9 +10,9 @@ import click
 
 from stream.errors import EXIT_BROKER, EXIT_REJECTED
 from stream.service.commands.common import broker_option, client_settings, config_option
-from stream.service.commands.letters import DeadLetter, read_letters
+from stream.service.commands.letters import DeadLetter, check_selectors, read_letters
 from stream.service.commands.replay import Ledger, ReplayReport, Selection, read_ledger, replay
-from stream.service.commands.verdicts import RowPrinter
+from stream.service.commands.verdicts import Column, RowPrinter
 
 BATCH = 200  # letters per printed table: a terminal sees the first ones while the rest are read
 
@@ -20,8 +20,8 @@ BATCH = 200  # letters per printed table: a terminal sees the first ones while t
 class LetterPrinter(RowPrinter):
     """Letters with what the ledger knows of them."""
 
-    columns = ("letter", "code", "stage", "source", "replayed", "preview")
-    widths = (9, 18, 11, 30, 10, 60)
+    columns = (Column("letter", 9), Column("code", 18), Column("stage", 11), Column("source", 30, flexible=True),
+               Column("replayed", 10), Column("preview", 60, flexible=True))
 
     def __init__(self, as_json: bool, ledger: Ledger) -> None:
         super().__init__(as_json)
@@ -81,6 +81,7 @@ def list_command(config: str | None, broker: str | None, reasons: tuple[str, ...
     """Show the dead letters: code, source record, stage, whether replayed, and the start of the value;
     a table on a terminal, tab-separated lines when piped. The count per code goes to standard error."""
     settings = client_settings(config, broker=broker)
+    check_selectors(settings, reasons, since[0])
     select = _selection(reasons, since)
     ledger = read_ledger(settings)
     printer = LetterPrinter(as_json, ledger)
@@ -125,6 +126,7 @@ def replay_command(config: str | None, broker: str | None, reasons: tuple[str, .
     the input record the letter names. Exit 1 if some letters could not be replayed (each reported),
     4 if some were not delivered."""
     settings = client_settings(config, broker=broker)
+    check_selectors(settings, reasons, since[0])
     report = replay(settings, _selection(reasons, since), again=again, dry_run=dry_run, topic=topic,
                     progress=sys.stderr.isatty())
     if dry_run:

@@ -11,7 +11,8 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,12 @@ from stream.service.commands.reader import TopicReader
 from stream.service.settings import Settings
 
 NOT_AN_ENVELOPE = "not_an_envelope"  # the code shown for a record on the topic that no worker wrote
+# the codes a worker writes (README, "Dead letters"), besides "<stage>_failed"; a code outside them is
+# still accepted by a selector when some letter on the topic carries it
+DOCUMENTED_CODES = frozenset((
+    "not_utf8", "not_json", "not_object", "bad_id", "bad_ts", "bad_type", "bad_text", "bad_fields", "bad_side",
+    "bad_unicode", "bad_op", "no_text", "too_large", "tombstone", NOT_AN_ENVELOPE))
+_FAILED = re.compile(r"[a-z]+_failed")  # an error the code did not expect, in that stage
 PREVIEW_CHARS = 60
 
 
@@ -153,6 +160,24 @@ def read_topic(settings: Settings, topic: str, start: dict[int, int] | None = No
         yield from reader.records(start)
     finally:
         reader.close()
+
+
+def check_selectors(settings: Settings, reasons: Iterable[str], since_partition: int | None) -> None:
+    """A ``UsageError`` for a selector that can select nothing by construction: a code no worker writes
+    and no letter carries, a partition the dead-letter topic does not have."""
+    if since_partition is not None:
+        reader = TopicReader(settings, settings.dlq_topic)
+        partitions = reader.partitions
+        reader.close()
+        if partitions and since_partition not in partitions:
+            raise UsageError(f"--since {since_partition}:...: {settings.dlq_topic} has partitions 0-{max(partitions)}, "
+                             f"no partition {since_partition}")
+    unknown = {code for code in reasons if code not in DOCUMENTED_CODES and not _FAILED.fullmatch(code)}
+    if unknown:
+        unknown -= {letter.code for letter in read_letters(settings)}
+    if unknown:
+        raise UsageError(f"--reason {', '.join(sorted(unknown))}: not a dead-letter code (codes: "
+                         f"{', '.join(sorted(DOCUMENTED_CODES))}, or <stage>_failed; README, Dead letters)")
 
 
 def read_letters(settings: Settings, start: dict[int, int] | None = None) -> Iterator[DeadLetter]:

@@ -6,16 +6,18 @@ document JSON as given, delivery reports counted: ``flush()`` says how many were
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import click
+import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from stream.errors import EXIT_BROKER, EXIT_REJECTED, DocumentError
+from stream.errors import EXIT_BROKER, EXIT_REJECTED, DocumentError, UsageError
 from stream.service.commands.common import broker_option, client_settings, config_option
 from stream.service.settings import Settings, load_settings
 
@@ -139,22 +141,54 @@ def ensure_documents_topic(settings: Settings, topic: str) -> list[str]:
     return apply(topology, settings.confluent()).created
 
 
+SNIFF_LINES = 5  # a file none of whose first lines is JSON is taken for plain text, not JSONL
+
+
+def sniff_jsonl(lines: Iterable[bytes], name: str) -> Iterator[bytes]:
+    """``lines`` as they are, unless none of the first ``SNIFF_LINES`` non-empty ones is JSON: then a
+    ``UsageError`` saying the input must be JSONL, before anything is sent (a plain-text file would
+    otherwise be reported line by line as "not valid JSON")."""
+    iterator = iter(lines)
+    head: list[bytes] = []
+    for raw in iterator:
+        head.append(raw)
+        if sum(1 for line in head if line.strip()) >= SNIFF_LINES:
+            break
+    candidates = [line for line in head if line.strip()]
+    if candidates and not any(_is_json(line) for line in candidates):
+        raise UsageError(f"{name} is not JSONL: none of its first {len(candidates)} lines is JSON. Input is one "
+                         'JSON document a line, e.g. {"id": "a1", "text": "..."}; nothing was published')
+    yield from head
+    yield from iterator
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def publish_file(settings: Settings, source: str, topic: str | None = None, progress: bool = False,
                  errors_file: str | None = None) -> PublishResult:
-    """Publish a JSONL file ('-': stdin): each bad line is reported on stderr (and in ``errors_file``)
-    with its number and reason and skipped; every good line is sent."""
+    """Publish a JSONL file ('-': stdin): each bad line is reported on stderr (and in ``errors_file``,
+    with its dead-letter ``code`` as ``dedup scan --errors`` writes it) with its number and reason and
+    skipped; every good line is sent. A file that is not JSONL at all is a ``UsageError``."""
     import sys
     from contextlib import ExitStack
 
     with ExitStack() as stack:
-        lines: IO[bytes] = sys.stdin.buffer if source == "-" else stack.enter_context(open(source, "rb"))
+        raw_lines: IO[bytes] = sys.stdin.buffer if source == "-" else stack.enter_context(open(source, "rb"))
+        lines = sniff_jsonl(raw_lines, "standard input" if source == "-" else source)
+        first = next(lines, None)  # the sniffing happens here, before an errors file or a producer exists
         errors = stack.enter_context(open(errors_file, "w", encoding="utf-8")) if errors_file else None
 
-        def reject(number: int, reason: str) -> None:
+        def reject(number: int, reason: str, code: str) -> None:
             result.rejected.append((number, reason))
             print(f"line {number}: {reason}", file=sys.stderr)
             if errors is not None:
-                errors.write(json.dumps({"line": number, "error": reason}, ensure_ascii=False) + "\n")
+                errors.write(json.dumps({"line": number, "code": code, "error": reason}, ensure_ascii=False) + "\n")
 
         conf: dict[str, Any] = {"message.max.bytes": settings.max_message_bytes + 4096}
         producer = DocumentProducer(settings=settings, topic=topic, **conf)
@@ -164,20 +198,20 @@ def publish_file(settings: Settings, source: str, topic: str | None = None, prog
         with Progress(TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       disable=not progress, transient=True) as bar:
             task = bar.add_task("publish", total=None)
-            for number, raw in enumerate(lines, 1):
+            for number, raw in enumerate(itertools.chain([] if first is None else [first], lines), 1):
                 if not raw.strip():
                     continue
                 try:
                     key, value = check_line(raw, settings.max_message_bytes)
                     producer.send(value, key=key, line=number)
                 except DocumentError as exc:
-                    reject(number, str(exc))
+                    reject(number, str(exc), exc.code)
                     continue
                 bar.update(task, completed=producer.delivered)
             producer.close()
             bar.update(task, completed=producer.delivered)
         for number, reason in producer.undelivered:
-            reject(number, f"not delivered: {reason}")
+            reject(number, f"not delivered: {reason}", "not_delivered")
     result.delivered, result.failed = producer.delivered, producer.failed
     return result
 
@@ -192,7 +226,8 @@ def publish_file(settings: Settings, source: str, topic: str | None = None, prog
               help="Largest document accepted, in bytes (DEDUP_MAX_MESSAGE_BYTES; default 1,000,000, Kafka's "
                    "default message.max.bytes). Raise it together with the topic's max.message.bytes.")
 @click.option("--errors", "errors_file", type=click.Path(dir_okay=False), default=None,
-              help="Also write each rejected line as a JSON line {line, error} to this file.")
+              help="Also write each rejected line as a JSON line {line, code, error} to this file (the codes "
+                   "of README, Dead letters; not_delivered for a document the broker did not take).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it only shows on a terminal anyway).")
 def publish(source: str, config: str | None, broker: str | None, topic: str | None, max_message_bytes: int | None,
             errors_file: str | None, quiet: bool) -> None:

@@ -57,14 +57,14 @@ class TopicReader:
             elif time.monotonic() > deadline:
                 raise UsageError(f"reading {self.topic}: no end of partitions {sorted(pending)} after {timeout:.0f} s")
 
-    def follow(self) -> Any:
-        """The consumer, assigned to every partition from the beginning, to poll past the end (partition
-        EOFs come as error events). A missing topic is a ``UsageError``."""
+    def follow(self, start: dict[int, int] | None = None) -> Any:
+        """The consumer, assigned to every partition from the beginning (or from ``start[partition]``), to
+        poll past the end (partition EOFs come as error events). A missing topic is a ``UsageError``."""
         if not self.partitions:
             self.close()
             raise UsageError(f"topic {self.topic} does not exist on {self.bootstrap} (start a worker, or `dedup "
                              "topology apply`, to create it)")
-        self._assign(self.partitions)
+        self._assign(self.partitions, start)
         return self.consumer
 
     def _assign(self, partitions: list[int], start: dict[int, int] | None = None) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from stream.errors import UsageError
-from stream.options import detection_options
+from stream.options import Duration, detection_options
 from stream.service.commands.common import config_option, settings_of
 from stream.service.settings import LOG_FORMATS, LOG_LEVELS
 
@@ -38,7 +38,7 @@ from stream.service.settings import LOG_FORMATS, LOG_LEVELS
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
               help="text, or json: one object a line with time, level, logger, message (DEDUP_LOG_FORMAT; "
                    "default text).")
-@click.option("--late-allowance", default=None,
+@click.option("--late-allowance", type=Duration(), default=None,
               help="With --retention: how late (event time) a document may arrive and still find every entry it "
                    "should; older entries are deleted (DEDUP_LATE_ALLOWANCE; default 1h).")
 @detection_options(worker=True)
@@ -53,7 +53,7 @@ def worker(config: str | None, **overrides: Any) -> None:
 @click.command()
 @click.option("--data-dir", type=click.Path(file_okay=False, exists=True), required=True,
               help="The worker's data dir (DEDUP_DATA_DIR of the worker).")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
 def reset(data_dir: str, yes: bool) -> None:
     """Delete a stopped worker's local state, so that it starts from scratch: after the broker lost its data,
     or to rebuild every table from the changelogs. Refused while a worker uses the data dir."""
@@ -63,6 +63,9 @@ def reset(data_dir: str, yes: bool) -> None:
     from stream.service.runtime.worker import reset_data_dir
 
     path = Path(data_dir)
+    if not yes and not sys.stdin.isatty():
+        raise UsageError(f"dedup reset deletes the state in {path} and asks first, but there is no terminal to "
+                         "ask on: pass --yes")
     if not any((path / name).exists() for name in ("v1", "dedup.lock", "READY", "BROKER_DATA_LOST")):
         raise UsageError(f"{path} does not look like a dedup worker's data dir: nothing deleted")
     lock = claim_data_dir(path)

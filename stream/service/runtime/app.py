@@ -55,28 +55,42 @@ class ReadyMarker(faust.Sensor):
         super().__init__()
         self.path, self.health = path, health
 
-    def clear(self) -> None:
-        self.health.ready = False
+    def clear(self, because: str = "stopping") -> None:
+        self.health.set_ready(False, because)
         self.path.unlink(missing_ok=True)
 
     def on_rebalance_start(self, app: Any) -> dict[str, Any]:
-        self.clear()
+        self.clear("rebalancing: partitions are being reassigned and their tables recovered")
         return super().on_rebalance_start(app)
 
     def on_rebalance_end(self, app: Any, state: dict[str, Any]) -> None:
         super().on_rebalance_end(app, state)
         self.path.write_text(f"{os.getpid()}\n")
-        self.health.ready = True
+        self.health.set_ready(True)
 
 
 def ready_pid(data_dir: Path) -> int | None:
-    """The pid in a worker's READY file if that process is alive, else None."""
+    """The pid in a worker's READY file if that process is running, else None: a stopped (SIGSTOP) or
+    zombie process answers ``kill(pid, 0)`` but consumes nothing, and its partitions may have moved."""
     try:
         pid = int((Path(data_dir) / READY_FILE).read_text().strip())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return None
-    return pid
+    return None if process_state(pid) in STOPPED_STATES else pid
+
+
+STOPPED_STATES = frozenset("TtZX")  # stopped, traced, zombie, dead (proc(5), /proc/PID/stat field 3)
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of a process from /proc (Linux), None where /proc does not tell."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces or ")": the state follows the last ")"
+    return stat[stat.rindex(")") + 2:][:1] or None
 
 
 def _source(event: EventT) -> Source:
@@ -125,8 +139,7 @@ class DedupApp:
         self.app = faust_app(s)
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
-        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker",
-                                            "logger": logging.getLogger("dedup.librdkafka")}))
+        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}))
         self.topics = Topics(
             probe=topology.internal_name("probe"),
             gather=topology.internal_name("gather"),
@@ -347,11 +360,27 @@ class DedupApp:
             for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
-                    self._request_seeks(ledger.stalled(known_ends(self.app.consumer, inputs[stage])))
+                    ends = known_ends(self.app.consumer, inputs[stage])
+                    self._request_seeks(ledger.stalled(ends))
+                    metrics.set_lag(stage, self._lags(ledger, ends))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
+    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
+        """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
+        else (nothing processed since the assignment) from the group's committed offset."""
+        committed = getattr(self.app.consumer, "_committed_offset", {})
+        lags = {}
+        for tp, end in ends.items():
+            position = ledger.position(tp)
+            if position is None:
+                position = committed.get(tp)  # faust's TP is a (topic, partition) named tuple
+            lags[tp] = end - position if position is not None else 0
+        return lags
+
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:
+        for stage in self.ledgers:
+            metrics.set_lag(stage, {})  # the next timer tick sets the partitions this worker still has
         for ledger in self.ledgers.values():
             ledger.forget((tp.topic, tp.partition) for tp in revoked)
         # Faust closes a revoked partition's database only by dropping its reference (it does not

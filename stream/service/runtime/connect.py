@@ -3,7 +3,6 @@ health check."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from stream.errors import BrokerUnavailable
@@ -21,6 +20,7 @@ def ensure_reachable(settings: Settings) -> None:
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
+        admin.poll(0)  # hands librdkafka's queued log lines to its logger: shown with --debug only
         raise BrokerUnavailable(f"no Kafka broker answers at {settings.bootstrap} (waited {timeout:.0f} s: "
                                 f"{exc.args[0].str() if exc.args else exc}); check --broker / DEDUP_BROKER") from None
 
@@ -29,7 +29,7 @@ def broker_ping(settings: Settings) -> Callable[[float], None]:
     """A metadata request to the broker (raises when it does not answer within the timeout)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(settings.confluent(logger=logging.getLogger("dedup.librdkafka")))
+    admin = AdminClient(settings.confluent())
 
     def ping(timeout: float) -> None:
         admin.list_topics(timeout=timeout)

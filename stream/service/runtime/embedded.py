@@ -73,7 +73,12 @@ def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen[bytes
 
 
 def registry_path() -> Path:
-    """Where ``dedup broker`` records the broker it runs (one per user)."""
+    """Where ``dedup broker`` records the broker it runs: $DEDUP_BROKER_REGISTRY, else
+    ``$XDG_RUNTIME_DIR/dedup-<uid>/broker.json`` (``/tmp/dedup-<uid>/broker.json`` without one): one
+    per user, so every command of that user finds it; a second environment sets its own path."""
+    explicit = os.environ.get("DEDUP_BROKER_REGISTRY")
+    if explicit:
+        return Path(explicit)
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     return Path(base) / f"dedup-{os.getuid()}" / "broker.json"
 
@@ -115,6 +120,16 @@ class EmbeddedBroker:
         path.write_text(json.dumps({"host": self.host, "port": self.port, "pid": os.getpid()}))
         self._registered = True
 
+    def _unregister(self) -> None:
+        """Remove the registry entry if it is still this process's (another may have taken the file)."""
+        self._registered = False
+        path = registry_path()
+        try:
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
     def start(self, timeout: float = 15.0) -> EmbeddedBroker:
         listener = f"tcp://{self.host}:{self.port}"
         cmd = [
@@ -139,8 +154,7 @@ class EmbeddedBroker:
 
     def stop(self) -> None:
         if self._registered:
-            registry_path().unlink(missing_ok=True)
-            self._registered = False
+            self._unregister()
         if self.proc is None:
             return
         if self.proc.poll() is None:

@@ -133,6 +133,10 @@ class InputLedger:
         del self._seeking[tp]
         return True
 
+    def position(self, tp: TP) -> int | None:
+        """The offset after the last record of ``tp`` processed (None: none yet since it was assigned)."""
+        return self._next.get(tp)
+
     def due(self) -> dict[TP, int]:
         """Seeks to repeat now: gaps still open after ``retry_after``. Called on a timer, since a
         partition whose records all arrived (and were left out) before the re-read brings no event

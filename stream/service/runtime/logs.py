@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+LIBRDKAFKA_LOGGER = "dedup.librdkafka"  # the logger stream.service.settings gives every librdkafka client
 TEXT_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 
 
@@ -70,3 +71,21 @@ def configure(root: logging.Logger, log_format: str, window: float = 5.0) -> Non
     for handler in root.handlers:
         handler.setFormatter(formatter)
         handler.addFilter(limit)
+    # the command line keeps librdkafka's lines off stderr (quiet_librdkafka); in the worker's log they
+    # count, rate-limited like the rest
+    logging.getLogger(LIBRDKAFKA_LOGGER).propagate = True
+
+
+def quiet_librdkafka(debug: bool) -> None:
+    """librdkafka's own lines (one per failed connection attempt) reach stderr only with ``--debug``:
+    a command reports an unreachable broker in one line of its own."""
+    logger = logging.getLogger(LIBRDKAFKA_LOGGER)
+    logger.propagate = False
+    logger.handlers.clear()
+    if debug:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    else:
+        logger.addHandler(logging.NullHandler())

@@ -121,9 +121,10 @@ def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
 
     health = Health(broker_ping(settings))
     dedup = DedupApp(settings, health)
-    dedup.ready.clear()  # a READY file left by a killed worker says nothing about this one
+    dedup.ready.clear("starting: waiting for the consumer group to assign partitions")  # a READY file left
+    # by a killed worker says nothing about this one
     if settings.metrics_port:
-        serve(health, settings.metrics_host, settings.metrics_port)
+        serve(health, settings.metrics_host, settings.metrics_port, settings.metrics_token)
     health.watch_broker()
     tune_gc()  # after start-up: what it built stays out of every collection
     guard = LocalStateGuard(dedup.app.conf.tabledir)

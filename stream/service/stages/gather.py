@@ -104,5 +104,8 @@ class GatherStage:
         state.published = True
         self.output.send(self.topics.verdicts, state.doc.encode(), dumps(body))
         metrics.VERDICTS.labels(verdict.verdict, str(state.revised).lower()).inc()
-        if not state.revised:
+        if state.revised:
+            metrics.REVISED.labels(verdict.verdict).inc()
+        else:
+            metrics.JUDGED.labels(verdict.verdict).inc()
             metrics.LATENCY.observe(max(0.0, now - state.source.timestamp))
