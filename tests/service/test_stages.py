@@ -221,3 +221,22 @@ def test_a_batch_judges_as_one_document_at_a_time() -> None:
     for owned in (frozenset(), EVERYTHING):
         batched, _ = _run(values, owned, batch=4)
         assert batched == one_by_one
+
+
+def test_a_verdict_names_where_its_canonical_was_read() -> None:
+    """``canonical_source``: the input record of the canonical's version that matched, through revisions
+    (documents out of canonical order) and whichever partitions the worker owns; an edited canonical
+    is named at its new record."""
+    values = _fixture(120)
+    offsets = {json.loads(v)["id"]: i for i, v in enumerate(values)}
+    for owned in (frozenset(), EVERYTHING):
+        final, _ = _run(values, owned)
+        judged = [v for v in final.values() if v["canonical"]]
+        assert len(judged) > 5
+        for v in judged:
+            assert v["canonical_source"] == {"topic": "documents", "partition": 0, "offset": offsets[v["canonical"]]}
+        assert all("canonical_source" not in v for v in final.values() if not v["canonical"])
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
+    final, _ = _run([doc("a", poem), doc("a", other), doc("c", other)], frozenset(), batch=1)
+    assert (final["c"]["canonical"], final["c"]["canonical_source"]["offset"]) == ("a", 1)
