@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -68,8 +69,8 @@ async def _serve(settings: Settings, state: ConsoleState, lock: threading.Lock, 
         await web.TCPSite(runner, host, port).start()
     except OSError as exc:
         await runner.cleanup()
-        raise UsageError(f"cannot serve the console on {host}:{port}: {exc.strerror or exc} (choose another "
-                         "--port)") from None
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)  # aiohttp's message repeats the address
+        raise UsageError(f"cannot serve the console on {host}:{port}: {reason} (choose another --port)") from None
     bound = runner.addresses[0]
     ready(f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/")
     try:

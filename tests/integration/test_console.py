@@ -207,3 +207,13 @@ def test_show_and_diff_read_the_texts_where_the_verdicts_say(deployment: Deploym
     assert f"of {near['canonical']}" in done.stdout and f"cluster of {near['canonical']}" in done.stdout
     done = dedup("show", "no-such-id")
     assert done.returncode == 2 and done.stderr.startswith("dedup: error: no verdict for 'no-such-id'"), done.stderr
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(deployment: Deployment, console_url: str) -> None:
+    port = console_url.rstrip("/").rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-m", "stream", "console", "--port", port], env=deployment.env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (f"dedup: error: cannot serve the console on 127.0.0.1:{port}: "
+                                                    "address already in use (choose another --port)")
+    assert "Traceback" not in done.stderr
