@@ -113,17 +113,23 @@ def show(doc_id: str, broker: str | None, config: str | None, chars: int, as_jso
     if not found["known"]:
         raise UsageError(f"no verdict for {doc_id!r} on {settings.verdicts_topic}")
     shown: Shown | None = None
+    missing = "deleted" if found["deleted"] else None
     position = state.position_of(doc_id)
     if position is not None:
         reader = DocumentReader(settings)
         try:
             shown = reader.read(position)
+        except UsageError as exc:  # the verdicts are still worth showing
+            missing = str(exc)
         finally:
             reader.close()
     if as_json:
-        click.echo(json.dumps({**found, "document": shown.to_json() if shown else None}, ensure_ascii=False))
+        click.echo(json.dumps({**found, "document": shown.to_json() if shown else None, "text_missing": missing},
+                              ensure_ascii=False))
         return
     _print_document(doc_id, found, shown, chars)
+    if shown is None and missing and not found["deleted"]:
+        click.echo(f"(text not shown: {missing})")
 
 
 def _print_document(doc_id: str, found: dict[str, Any], shown: Shown | None, chars: int) -> None:

@@ -164,25 +164,28 @@ def test_the_console_follows_the_stream_in_a_browser(deployment: Deployment, con
     wait_for(lambda: "deleted" in text_of(browser, "search-result"), message="the search says deleted")
 
 
-def current_verdicts(deployment: Deployment) -> dict[str, dict[str, Any]]:
-    """The latest verdict per id, deleted ids left out (their latest record is a tombstone)."""
+def current_verdicts(deployment: Deployment) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """The latest verdict per id, and the deleted ids (their latest record is a tombstone)."""
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(deployment.verdicts, bootstrap_servers=deployment.broker.bootstrap,
                              auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=2000)
     table: dict[str, dict[str, Any]] = {}
+    deleted: set[str] = set()
     for msg in consumer:
         if msg.value is None:
             table.pop(msg.key.decode(), None)
+            deleted.add(msg.key.decode())
         else:
             table[msg.key.decode()] = json.loads(msg.value)
+            deleted.discard(msg.key.decode())
     consumer.close()
-    return table
+    return table, deleted
 
 
 def test_show_and_diff_read_the_texts_where_the_verdicts_say(deployment: Deployment, console_url: str) -> None:
     """After the browser test (module order): a near pair's texts by ``dedup diff``, a document by ``show``."""
-    table = current_verdicts(deployment)
+    table, deleted = current_verdicts(deployment)
     near = next(v for v in table.values() if v["verdict"] == "near_duplicate" and v["canonical"] in table)
     by_id = {d["id"]: d for d in demo_docs()}
     assert near["canonical_source"]["topic"] == deployment.documents
@@ -205,6 +208,11 @@ def test_show_and_diff_read_the_texts_where_the_verdicts_say(deployment: Deploym
     assert done.returncode == 0, done.stderr
     assert by_id[near["id"]]["text"].splitlines()[0] in done.stdout
     assert f"of {near['canonical']}" in done.stdout and f"cluster of {near['canonical']}" in done.stdout
+    for gone in deleted:  # the browser test deleted one: its verdicts are shown, and that it was deleted
+        done = dedup("show", gone)
+        assert done.returncode == 0 and "(deleted)" in done.stdout and "deleted" in done.stdout.splitlines()[-1], \
+            done.stdout + done.stderr
+    assert deleted
     done = dedup("show", "no-such-id")
     assert done.returncode == 2 and done.stderr.startswith("dedup: error: no verdict for 'no-such-id'"), done.stderr
 
