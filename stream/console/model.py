@@ -154,7 +154,9 @@ class ConsoleState:
     def position_of(self, doc: str, other: str | None = None) -> dict[str, Any] | None:
         """Where ``doc``'s current version is on the documents topic; with ``other``: where the version
         of ``other`` that ``doc`` was judged against is, if ``doc`` names it as its canonical, else
-        ``other``'s current one."""
+        ``other``'s current one. A deleted id has none: its text is not shown again."""
+        if other is not None and other in self.deleted:
+            return None
         if other is not None:
             v = self.latest.get(doc)
             if v is not None and v["canonical"] == other and v.get("canonical_source"):

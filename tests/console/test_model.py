@@ -116,4 +116,4 @@ def test_positions_prefer_the_version_that_was_compared() -> None:
     s.verdict(old)
     assert s.position_of("c", "a")["offset"] == 9
     s.tombstone("a", T0)
-    assert s.position_of("a") is None
+    assert s.position_of("a") is None and s.position_of("b", "a") is None  # b still names it: not shown
