@@ -128,7 +128,8 @@ function marked(segments, side) {
     const text = side === 1 ? a : b;
     if (!text) continue;
     if (op === "equal") nodes.push(document.createTextNode(text));
-    else nodes.push(el("mark", text, side === 1 ? "del" : "ins"));
+    // a difference of spaces or line breaks alone gets a visible sign (CSS, outside the text)
+    else nodes.push(el("mark", text, (side === 1 ? "del" : "ins") + (text.trim() ? "" : " ws")));
   }
   return nodes;
 }
