@@ -28,6 +28,9 @@ COMMANDS: dict[str, str] = {
     "broker": "stream.service.commands.broker:broker",
     "reset": "stream.service.commands.worker:reset",
     "dlq": "stream.service.commands.dlq:command",
+    "console": "stream.console.command:console",
+    "show": "stream.console.command:show",
+    "diff": "stream.console.command:diff",
 }
 BENCH_COMMANDS: dict[str, str] = {
     "accuracy": "stream.bench.accuracy:command",

@@ -43,6 +43,9 @@ class Match:
     simhash: int = 0  # the matched document's SimHash: names the version of it that matched
     containment: float = 0.0  # share of the shorter document's shingles found in the longer one
     relation: str = SIMILAR  # SIMILAR: similarity >= threshold; CONTAINED: below it, containment above its own
+    # where the matched document came from, as its caller names it (the service: the input record's
+    # "topic:partition:offset", so a reader can fetch its text); "" when unknown
+    source: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "distance": self.distance, "similarity": round(self.similarity, 4),
@@ -50,15 +53,17 @@ class Match:
 
     def to_wire(self) -> list[Any]:
         """Compact form for internal messages and stored state."""
-        return [self.id, self.distance, self.similarity, self.order[0], self.order[1], self.exact, self.simhash,
+        wire = [self.id, self.distance, self.similarity, self.order[0], self.order[1], self.exact, self.simhash,
                 self.containment, self.relation]
+        return [*wire, self.source] if self.source else wire
 
     @classmethod
     def from_wire(cls, w: list[Any]) -> Match:
-        """Also reads the shorter six- and seven-field forms (simhash 0; containment 0, relation similar)."""
+        """Also reads the shorter forms: six and seven fields (simhash 0; containment 0, relation similar),
+        nine (no source)."""
         return cls(str(w[0]), int(w[1]), float(w[2]), (float(w[3]), str(w[4])), bool(w[5]),
                    int(w[6]) if len(w) > 6 else 0, float(w[7]) if len(w) > 8 else 0.0,
-                   str(w[8]) if len(w) > 8 else SIMILAR)
+                   str(w[8]) if len(w) > 8 else SIMILAR, str(w[9]) if len(w) > 9 else "")
 
 
 def _nearness(m: Match) -> tuple[int, Order]:

@@ -15,6 +15,9 @@ def test_wire_formats_round_trip() -> None:
     assert Match.from_wire(m.to_wire()) == m
     contained = Match("y", 9, 0.52, (2.5, "y"), False, 0xF01, containment=0.93, relation="contained")
     assert Match.from_wire(contained.to_wire()) == contained
+    placed = Match("w", 1, 0.95, (3.0, "w"), source="documents:2:17")
+    assert Match.from_wire(placed.to_wire()) == placed and len(m.to_wire()) == 9  # no source: the old form
+    assert Source.of_round("a:b:3:17").position() == {"topic": "a:b", "partition": 3, "offset": 17}
     # the shorter forms written before containment (and before simhash) are still read: similar matches
     assert Match.from_wire(["z", 2, 0.9, 1.0, "z", False, 7]) == Match("z", 2, 0.9, (1.0, "z"), False, 7)
     assert Match.from_wire(["z", 2, 0.9, 1.0, "z", False]) == Match("z", 2, 0.9, (1.0, "z"), False)

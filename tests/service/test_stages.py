@@ -221,3 +221,50 @@ def test_a_batch_judges_as_one_document_at_a_time() -> None:
     for owned in (frozenset(), EVERYTHING):
         batched, _ = _run(values, owned, batch=4)
         assert batched == one_by_one
+
+
+def test_a_verdict_names_where_its_canonical_was_read() -> None:
+    """``canonical_source``: the input record of the canonical's version that matched, through revisions
+    (documents out of canonical order) and whichever partitions the worker owns; an edited canonical
+    is named at its new record."""
+    values = _fixture(120)
+    offsets = {json.loads(v)["id"]: i for i, v in enumerate(values)}
+    for owned in (frozenset(), EVERYTHING):
+        final, _ = _run(values, owned)
+        judged = [v for v in final.values() if v["canonical"]]
+        assert len(judged) > 5
+        for v in judged:
+            assert v["canonical_source"] == {"topic": "documents", "partition": 0, "offset": offsets[v["canonical"]]}
+        assert all("canonical_source" not in v for v in final.values() if not v["canonical"])
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
+    final, _ = _run([doc("a", poem), doc("a", other), doc("c", other)], frozenset(), batch=1)
+    assert (final["c"]["canonical"], final["c"]["canonical_source"]["offset"]) == ("a", 1)
+
+
+def test_the_source_keys_follow_the_index() -> None:
+    """Each block-table partition keeps where its documents' input records are: a new version replaces
+    the old one's key, a deletion removes it, retention deletes the keys of what it expired."""
+    from stream.service.stages.probe import SOURCE_PREFIX
+
+    matching = MatchSettings(retention=50.0)
+    out = Out()
+    stores = {p: MemoryStore() for p in range(INDEX_PARTITIONS)}
+    documents = DocumentStage(CONFIG, matching, TOPICS, out)  # type: ignore[arg-type]
+    probe = ProbeStage(CONFIG, matching, TOPICS, stores.__getitem__, out, late_allowance=0.0)  # type: ignore[arg-type]
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    offset = iter(range(100))
+
+    def feed(*values: bytes | tuple[bytes, None]) -> set[tuple[str, str]]:
+        records = [InputRecord(v[0], None, Source("documents", 0, next(offset), 0.0)) if isinstance(v, tuple)
+                   else InputRecord(None, v, Source("documents", 0, next(offset), 0.0)) for v in values]
+        probe.handle_batch(list(documents.handle(records).probes.items()))
+        return {(key[len(SOURCE_PREFIX) + 9:].decode(), value.decode()) for store in stores.values()
+                for key, value in store.scan_prefix(SOURCE_PREFIX)}
+
+    doc = lambda i, text, ts: json.dumps({"id": i, "text": text, "ts": ts}).encode()  # noqa: E731
+    assert feed(doc("a", poem, 100.0), doc("b", other, 110.0)) == {("a", "documents:0:0"), ("b", "documents:0:1")}
+    assert feed(doc("a", poem + "又一句。", 120.0)) == {("a", "documents:0:2"), ("b", "documents:0:1")}
+    assert feed((b"b", None)) == {("a", "documents:0:2")}
+    probe._expired.clear()  # retention runs at most every EXPIRE_SECONDS: now
+    assert feed(doc("c", other, 1000.0)) == {("c", "documents:0:4")}  # a at 120 is past 1000 - 50

@@ -101,6 +101,9 @@ class GatherStage:
             "order": list(state.order),
             "revised": state.revised,
         })
+        if verdict.canonical is not None and verdict.canonical.source:
+            # where the canonical's document is on the input topic: a reader fetches the two texts
+            body["canonical_source"] = Source.of_round(verdict.canonical.source).position()
         state.published = True
         self.output.send(self.topics.verdicts, state.doc.encode(), dumps(body))
         metrics.VERDICTS.labels(verdict.verdict, str(state.revised).lower()).inc()

@@ -43,6 +43,17 @@ class Source:
     def from_json(cls, d: dict[str, Any]) -> Source:
         return cls(str(d["topic"]), int(d["partition"]), int(d["offset"]), float(d["timestamp"]))
 
+    @classmethod
+    def of_round(cls, round_id: str) -> Source:
+        """The input record a ``round_id`` names (its timestamp unknown: 0)."""
+        topic_partition, _, offset = round_id.rpartition(":")
+        topic, _, partition = topic_partition.rpartition(":")
+        return cls(topic, int(partition), int(offset), 0.0)
+
+    def position(self) -> dict[str, Any]:
+        """Where the record is: enough for a reader to fetch it again."""
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset}
+
 
 def b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")

@@ -5,16 +5,17 @@ later match with a revision; deletions and retention act on the partition's inde
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from stream.detect import Detector, MatchSettings, Order, differences, fingerprint_of
+from stream.detect import Detector, Match, MatchSettings, Order, differences, fingerprint_of
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import BlockIndex, BufferedStore, KVStore
+from stream.index import BlockIndex, BufferedStore, IndexHit, KVStore
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Answer, GatherEntry, ProbeItem, Revise, Source, dumps, loads
@@ -27,6 +28,9 @@ EXPIRE_SECONDS = 10.0  # with retention: how often a partition deletes entries t
 # Kept beside the index in each block-table partition (the index uses only b"\xffconfig", "stats",
 # "handle" of its b"\xff" namespace): the settings the partition was built with, checked at open.
 SETTINGS_KEY = b"\xffdedup-settings"
+# ... and where each indexed document's input record is (its round, "topic:partition:offset"), keyed by
+# its order so that retention deletes them in key order: a match then names where its text can be read
+SOURCE_PREFIX = b"\xffdedup-source:"
 ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal message
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
@@ -133,6 +137,7 @@ class ProbeStage:
             if (detector.retention is not None and partition in self._newest
                     and now - self._expired.get(partition, -math.inf) >= EXPIRE_SECONDS):
                 metrics.EXPIRED.inc(detector.expire(self._newest[partition], self.late_allowance))
+                self._expire_sources(partition, self._newest[partition] - detector.retention - self.late_allowance)
                 self._expired[partition] = now
         for buffered in buffers:  # before the agent flushes its output: the changelog records go with it
             buffered.drain()
@@ -157,7 +162,10 @@ class ProbeStage:
                 self._probe_run(partition, detector, run, out)
                 run, ids = [], set()
             if answered:
+                old = detector.index.document(item.doc) if removes else None
                 found = removes and detector.forget(item.doc)
+                if old is not None:  # its place goes with it
+                    self._open(partition)[2].delete(source_key((old.ts, item.doc)))
                 if item.delete:
                     metrics.DELETES.labels("removed" if found else "absent").inc()
                 out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
@@ -168,7 +176,7 @@ class ProbeStage:
             except Exception as exc:
                 if is_fault(exc):
                     raise
-                source = item.header.source if item.header else _source_of_round(item.round)
+                source = item.header.source if item.header else Source.of_round(item.round)
                 self.dead.send(exc, "probe", source, item.doc.encode(), None)
         self._probe_run(partition, detector, run, out)
 
@@ -179,8 +187,10 @@ class ProbeStage:
         the index may be half-written, so it stops the worker (``app.fatal``) and a restart rebuilds it."""
         if not run:
             return
+        replaced = [detector.index.document(item.doc) for item, _, _ in run]
         all_matches = detector.probe_many([fp for _, fp, _ in run], [order for _, _, order in run],
                                           [item.tables for item, _, _ in run], fp_bytes=[item.fp for item, _, _ in run])
+        all_matches = self._with_sources(partition, run, replaced, all_matches)
         n = self.topics.gather_partitions
         for (item, fp, order), matches in zip(run, all_matches, strict=True):
             self._newest[partition] = max(self._newest.get(partition, order[0]), order[0])
@@ -194,9 +204,37 @@ class ProbeStage:
                                       header if start == 0 else None, final=last))
             for m in matches:
                 if m.order > order:
-                    mine = replace(m, id=item.doc, order=order, simhash=fp.simhash)
+                    mine = replace(m, id=item.doc, order=order, simhash=fp.simhash, source=item.round)
                     out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
                     metrics.REVISIONS.inc()
+
+    def _with_sources(self, partition: int, run: Sequence[tuple[ProbeItem, Fingerprint, Order]],
+                      replaced: Sequence[IndexHit | None], all_matches: list[list[Match]]) -> list[list[Match]]:
+        """Record where each newly indexed document's input record is (dropping a replaced version's),
+        then name that place in every match: the verdict then says where its canonical's text is."""
+        store = self._open(partition)[2]
+        ops: list[tuple[bytes, bytes | None]] = []
+        for (item, fp, order), old in zip(run, replaced, strict=True):
+            if old is not None and old.ts != order[0]:
+                ops.append((source_key((old.ts, item.doc)), None))
+            if not fp.empty:
+                ops.append((source_key(order), item.round.encode()))
+        store.write_ops(ops)
+        keys = sorted({source_key(m.order) for matches in all_matches for m in matches})
+        if not keys:
+            return all_matches
+        found = {k: v.decode() for k, v in zip(keys, store.multi_get(keys), strict=True) if v is not None}
+        return [[replace(m, source=found.get(source_key(m.order), "")) for m in matches] for matches in all_matches]
+
+    def _expire_sources(self, partition: int, before_ts: float) -> None:
+        """The places of the documents retention just deleted (``Detector.expire``'s cut): in key order,
+        so the scan stops at the first one kept."""
+        store = self._open(partition)[2]
+        end = SOURCE_PREFIX + _sortable(before_ts)
+        for key, _ in store.scan_prefix(SOURCE_PREFIX):
+            if key >= end:
+                break
+            store.delete(key)
 
     @staticmethod
     def _place(detector: Detector, item: ProbeItem) -> Order:
@@ -206,7 +244,12 @@ class ProbeStage:
         return detector.indexed_order(item.doc, item.fp) or item.order
 
 
-def _source_of_round(round_id: str) -> Source:
-    topic_partition, _, offset = round_id.rpartition(":")
-    topic, _, partition = topic_partition.rpartition(":")
-    return Source(topic, int(partition), int(offset), 0.0)
+def _sortable(ts: float) -> bytes:
+    """8 bytes that sort as the float does (negative event times too)."""
+    (bits,) = struct.unpack(">Q", struct.pack(">d", ts))
+    return struct.pack(">Q", bits ^ 0xFFFF_FFFF_FFFF_FFFF if bits >> 63 else bits | 1 << 63)
+
+
+def source_key(order: Order) -> bytes:
+    """The key of a document's input position: by order, so that retention deletes a range."""
+    return SOURCE_PREFIX + _sortable(order[0]) + b"\x00" + order[1].encode("utf-8", "surrogatepass")
