@@ -84,6 +84,30 @@ def _bloom_hits(words, tags, out):  # type: ignore[no-untyped-def]
     return count
 
 
+@njit(cache=True)
+def _match_span(raw, asked, tags, where, found, count):  # type: ignore[no-untyped-def]
+    """Entries of ``raw`` (10-byte rows) whose tag is ``tags[q]`` for q in ``asked``: appended to
+    ``where``/``found`` from ``count`` on while they have room; returns the new count."""
+    rows = len(raw) // ENTRY
+    for a in range(len(asked)):
+        q = asked[a]
+        want = tags[q]
+        for r in range(rows):
+            base = r * ENTRY
+            tag = np.uint64(0)
+            for b in range(5):
+                tag = (tag << np.uint64(8)) | np.uint64(raw[base + b])
+            if tag == want:
+                handle = np.uint64(0)
+                for b in range(5, 10):
+                    handle = (handle << np.uint64(8)) | np.uint64(raw[base + b])
+                if count < len(where):
+                    where[count] = q
+                    found[count] = handle
+                count += 1
+    return count
+
+
 def encode_entries(tags: np.ndarray, handles: np.ndarray) -> bytes:
     rows = np.empty((len(tags), ENTRY), dtype=np.uint8)
     rows[:, :5] = tags.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 3:]
@@ -127,8 +151,6 @@ class SortedRun:
                 fences[(written + first) // PAGE : (written + len(tags) + PAGE - 1) // PAGE] = tags[first::PAGE]
                 out.write(encode_entries(tags, handles))
                 written += len(tags)
-            out.flush()
-            os.fsync(out.fileno())
         assert written == count, (written, count)
         np.save(path.with_suffix(".meta.npy"), np.concatenate([np.array([count, len(bloom)], dtype=np.uint64),
                                                                bloom, fences]))
@@ -153,18 +175,21 @@ class SortedRun:
         first = np.maximum(np.searchsorted(self.fences, wanted, side="left") - 1, 0)
         last = np.searchsorted(self.fences, wanted, side="right")
         spans = first.astype(np.int64) << 32 | last.astype(np.int64)
-        where: list[np.ndarray] = []
-        found: list[np.ndarray] = []
+        room = 2 * len(maybe) + 16
+        where, found = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.uint64)
+        count = 0
         for span in np.unique(spans).tolist():
             start, stop = span >> 32, span & 0xFFFFFFFF
-            page_tags, page_handles = self.read(start * PAGE, max(stop - start, 1) * PAGE)
+            size = min(max(stop - start, 1) * PAGE, self.count - start * PAGE)
+            raw = np.frombuffer(os.pread(self._fd, size * ENTRY, start * PAGE * ENTRY), dtype=np.uint8)
             asked = maybe[spans == span]
-            q, e = np.nonzero(page_tags[None, :] == tags[asked][:, None])
-            where.append(asked[q])
-            found.append(page_handles[e])
-        if not where:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
-        return np.concatenate(where), np.concatenate(found)
+            before = count
+            count = _match_span(raw, asked, tags, where, found, count)
+            if count > room:  # more than its room (many copies of one text): again, with room
+                room = 2 * count
+                where, found = np.resize(where, room), np.resize(found, room)
+                count = _match_span(raw, asked, tags, where, found, before)
+        return where[:count], found[:count]
 
     def read(self, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         count = min(count, self.count - start)
@@ -173,6 +198,12 @@ class SortedRun:
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for start in range(0, self.count, CHUNK):
             yield self.read(start, CHUNK)
+
+    def sync(self) -> None:
+        """Its files on disk (a crash of the process keeps them anyway; this is for the machine's)."""
+        os.fsync(self._fd)
+        with open(self.path.with_suffix(".meta.npy"), "rb") as meta:
+            os.fsync(meta.fileno())
 
     def close(self) -> None:
         os.close(self._fd)
@@ -184,7 +215,13 @@ class SortedRun:
 
 
 def sorted_chunks(tags: np.ndarray, handles: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    order = np.argsort(tags, kind="stable")
+    """The entries in tag order (log order among equal tags). Sorted as one uint64 per entry, the
+    40-bit tag over the entry's 24-bit position, which ``np.sort`` does ~2x faster than an argsort."""
+    if len(tags) < 1 << 24:
+        keyed = np.sort(tags << np.uint64(24) | np.arange(len(tags), dtype=np.uint64))
+        order = (keyed & np.uint64((1 << 24) - 1)).astype(np.int64)
+    else:
+        order = np.argsort(tags, kind="stable")
     for start in range(0, len(order), CHUNK):
         part = order[start : start + CHUNK]
         yield tags[part], handles[part]

@@ -145,10 +145,15 @@ class BandTables:
         if self.directory is None:
             return None
         self.flush_memtable()
+        for run in self.runs:
+            run.sync()
         stamp = secrets.token_hex(16).encode()
         manifest = {"stamp": stamp.decode(), "runs": [run.path.name for run in self.runs], "dead": self.dead}
         partial = self.directory / (MANIFEST + ".part")
-        partial.write_text(json.dumps(manifest))
+        with open(partial, "w") as out:
+            out.write(json.dumps(manifest))
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(partial, self.directory / MANIFEST)
         return stamp
 

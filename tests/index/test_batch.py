@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.index import BlockIndex, IndexHit, KVStore, MemoryStore
+from stream.index.arena import RootArena
 from stream.index.batch_keys import big_endian, ts_keys
 from stream.index.records import META_NS, ts_key
 from tests.index.helpers import FORCED, SKEWS, brute_force, flip, make_set
@@ -182,7 +183,7 @@ def test_batch_key_columns_match_the_scalar_code() -> None:
 def test_a_fresh_index_skips_scans_until_it_evicts() -> None:
     """An index that began on an empty store of its own knows every bucket (a miss is an empty one)
     until its cache first evicts; from then on misses read the store, and answers stay exact."""
-    index = BlockIndex(k=3, cache_bytes=30_000)  # ~600 entries in the root arena
+    index = BlockIndex(k=3, cache_bytes=600 * RootArena.ENTRY_BYTES)  # ~600 entries in the root arena
     scans = count_scans(index.store)
     docs = make_set(4, 3, 300, "uniform")
     ids = list(docs)

@@ -36,7 +36,8 @@ def test_the_codec_round_trips_and_derives_the_lookup_keys(fp: int, ts: float, b
     tables = frozenset(data.draw(st.sets(st.integers(0, 3 + bands), min_size=1)))
     doc = StoredDocument(fp, ts, tables, pairs if bands else (), doc_id, payload)
     value = codec.encode(doc)
-    assert codec.decode(value) == doc
+    # a record keeps band values only (records.pack_bands): the extensions come back as 0
+    assert codec.decode(value) == doc._replace(bands=tuple((v, 0) for v, _ in doc.bands))
     handle = b"\x00\x00\x00\x01\x02"
     id_key = b"\xfd" + doc_id.encode("utf-8", "surrogatepass")
     assert codec.derived_keys(HANDLE_NS + handle, value) == lookup_puts(handle, ts, id_key)
