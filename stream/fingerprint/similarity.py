@@ -23,7 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, estimate_containment, estimate_jaccard
+from stream.fingerprint.sketch import (
+    SHORT_SPEC,
+    SIDE_SPEC,
+    SketchSpec,
+    containment_error,
+    estimate_containment,
+    estimate_jaccard,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class Overlap:
     score: float  # the verified similarity (module docstring)
     containment: float  # share of the smaller document's content shingles found in the larger one
     smaller: int  # distinct content shingles of the smaller document
+    containment_error: float = 0.0  # standard error of ``containment`` (0: exact)
 
 
 def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> Overlap:
@@ -38,17 +46,19 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
     if a.empty or b.empty:
         return Overlap(0.0, 0.0, 0)
     smaller = min(a.sketch.size, b.sketch.size)
+    error = 0.0
     if a.content_hash == b.content_hash:
         jaccard = containment = 1.0
     else:
         jaccard = estimate_jaccard(a.sketch, b.sketch, spec)
         containment = estimate_containment(a.sketch, b.sketch, spec, jaccard)
+        error = containment_error(a.sketch, b.sketch, spec, jaccard)
     content = jaccard
     if a.short_grams is not None and b.short_grams is not None:
         content = max(content, estimate_jaccard(a.short_grams, b.short_grams, SHORT_SPEC))
-    if a.side is None or b.side is None:
-        return Overlap(content, containment, smaller)
-    return Overlap(mu * content + (1.0 - mu) * estimate_jaccard(a.side, b.side, SIDE_SPEC), containment, smaller)
+    if a.side is not None and b.side is not None:
+        content = mu * content + (1.0 - mu) * estimate_jaccard(a.side, b.side, SIDE_SPEC)
+    return Overlap(content, containment, smaller, error)
 
 
 def similarity(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> float:

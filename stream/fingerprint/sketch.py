@@ -24,6 +24,7 @@ from stream.fingerprint.hashing import U64
 from stream.fingerprint.minhash import oph_of_h32
 
 _KIND_EXACT, _KIND_BBIT = 0, 1
+EXACT = _KIND_EXACT
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,11 @@ class Sketch:
         return cls(kind, values, size)
 
 
-def make_sketch(shingles: np.ndarray, spec: SketchSpec) -> Sketch:
-    """Sketch of a sorted unique uint64 shingle-hash array."""
+def make_sketch(shingles: np.ndarray, spec: SketchSpec, exact_shingles: int = 0) -> Sketch:
+    """Sketch of a sorted unique uint64 shingle-hash array: exact when its 32-bit hashes fit the
+    budget or there are at most ``exact_shingles`` of them."""
     h32 = (shingles >> U64(32)).astype(np.uint32)
-    if len(h32) * 4 <= spec.budget:
+    if len(h32) * 4 <= spec.budget or len(h32) <= exact_shingles:
         return Sketch(_KIND_EXACT, np.unique(h32), len(shingles))
     return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles))  # OPH ignores repeats: no unique needed
 
@@ -103,6 +105,26 @@ def estimate_containment(a: Sketch, b: Sketch, spec: SketchSpec, jaccard: float 
         return len(np.intersect1d(a.data, b.data, assume_unique=True)) / min(len(a.data), len(b.data))
     j = estimate_jaccard(a, b, spec) if jaccard is None else jaccard
     return min(1.0, j * (a.size + b.size) / (1.0 + j) / small)
+
+
+def containment_error(a: Sketch, b: Sketch, spec: SketchSpec, jaccard: float) -> float:
+    """Standard error of ``estimate_containment`` (0 when it is exact).
+
+    b-bit MinHash over k informative bins has Var(J) = P (1 - P) / (k (1 - c)^2), P = c + (1 - c) J,
+    c = 2^-b (Li & König 2010); a densified one-permutation sketch has at most one informative bin
+    per shingle of the union, so k = min(bins, |A u B|). Broder's containment multiplies that error by
+    (|A| + |B|) / ((1 + J)^2 min): at a size ratio of 50 it is ~0.8, so a long page "contains" any
+    short one by chance; the detector asks the estimate to clear its threshold by a margin of it.
+    """
+    small = min(a.size, b.size)
+    if small == 0 or (a.kind == _KIND_EXACT and b.kind == _KIND_EXACT):
+        return 0.0
+    total = a.size + b.size
+    informative = max(1.0, min(float(spec.bins), total / (1.0 + jaccard)))
+    chance = 1.0 / (1 << spec.bits)
+    p = chance + (1.0 - chance) * jaccard
+    se_jaccard = (p * (1.0 - p) / informative) ** 0.5 / (1.0 - chance)
+    return se_jaccard * total / ((1.0 + jaccard) ** 2 * small)
 
 
 def estimate_jaccard(a: Sketch, b: Sketch, spec: SketchSpec) -> float:
