@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,18 +94,25 @@ def _cut_end(blocks: list[Block], lang: str, share: float) -> list[Block]:
     return blocks
 
 
+def _sections(arts: list[SourceArticle], lang: str, rng: random.Random, size: tuple[int, int], n: int
+              ) -> Iterator[tuple[SourceArticle, tuple[Block, ...]]]:
+    """A section of ``size`` words (characters) of each article that has one, ``n`` at most."""
+    found = 0
+    for art in arts:
+        if found >= n:
+            return
+        blocks = _section(art, lang, rng, *size)
+        if blocks is not None:
+            found += 1
+            yield art, blocks
+
+
 def short_reposts(arts: list[SourceArticle], lang: str, rng: random.Random, n: int) -> list[Doc]:
-    lo, hi = (100, 250) if lang == "en" else (300, 700)
     ads = reposts.EN_ADS if lang == "en" else reposts.ZH_ADS
     out: list[Doc] = []
-    for art in arts:
-        if len(out) >= 2 * n:
-            break
-        blocks = _section(art, lang, rng, lo, hi)
-        if blocks is None:
-            continue
+    for art, blocks in _sections(arts, lang, rng, (100, 250) if lang == "en" else (300, 700), n):
         cut = _cut_end(list(blocks), lang, rng.uniform(0.05, 0.2))
-        cut.insert(rng.randint(1, len(cut) - 1), Block("p", rng.choice(ads)))
+        cut.insert(rng.randint(1, max(1, len(cut) - 1)), Block("p", rng.choice(ads)))
         if rng.random() < 0.5:
             cut.append(Block("p", reposts.repost_line(lang, "the original site", rng)))
         out += [_doc("", _text(blocks), [art.key], "short"), _doc("", _text(cut), [art.key], "short")]
@@ -113,14 +121,8 @@ def short_reposts(arts: list[SourceArticle], lang: str, rng: random.Random, n: i
 
 def family_pages(arts: list[SourceArticle], lang: str, rng: random.Random, n: int) -> list[Doc]:
     footers = EN_FOOTERS if lang == "en" else ZH_FOOTERS
-    lo, hi = (60, 160) if lang == "en" else (150, 400)
     out: list[Doc] = []
-    for art in arts:
-        if len(out) >= 2 * n:
-            break
-        blocks = _section(art, lang, rng, lo, hi)
-        if blocks is None:
-            continue
+    for art, blocks in _sections(arts, lang, rng, (60, 160) if lang == "en" else (150, 400), n):
         page = _text(blocks) + "\n" + footers[len(out) // 2 % len(footers)]
         line = reposts.repost_line(lang, "the original site", rng)
         out += [_doc("", page, [art.key], "family"), _doc("", line + "\n" + page, [art.key], "family")]
