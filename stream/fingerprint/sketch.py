@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.hashing import U64
+from stream.fingerprint.hashing import U64, fmix64
 from stream.fingerprint.minhash import oph_of_h32
 
 _KIND_EXACT, _KIND_BBIT = 0, 1
@@ -125,6 +125,34 @@ def containment_error(a: Sketch, b: Sketch, spec: SketchSpec, jaccard: float) ->
     p = chance + (1.0 - chance) * jaccard
     se_jaccard = (p * (1.0 - p) / informative) ** 0.5 / (1.0 - chance)
     return se_jaccard * total / ((1.0 + jaccard) ** 2 * small)
+
+
+def containment_in_sketch(small: Sketch, large: Sketch, spec: SketchSpec) -> tuple[float, float] | None:
+    """Containment of an exact set in a much larger one, and its standard error, from the shingles of
+    the small set tested against the large one's b-bit minimums; None when it does not apply.
+
+    A shingle a of the small set falls in one bin of the large set's one-permutation sketch. If a is
+    in the large set and is its bin's minimum, the stored low bits are a's; otherwise they agree
+    with a's by chance (c = 2^-b). With lambda = |B| / bins shingles per bin, a (of rank u in [0, 1)
+    within its bin) is the minimum with probability p = exp(-lambda u), so E[agree] = c + C p (1 - c)
+    and C = sum((agree - c) p) / ((1 - c) sum(p^2)), standard error sqrt(c (1 - c) / sum(p^2)) / (1 - c).
+    At a size ratio of 50 this is ~0.15 against ~0.8 for the estimate from Jaccard. Applies when
+    the large set fills nearly every bin (|B| >= 2 bins: densified bins only pull the estimate down).
+    """
+    if small.kind != _KIND_EXACT or large.kind != _KIND_BBIT or large.size < 2 * spec.bins or not len(small.data):
+        return None
+    h = fmix64(small.data.astype(np.uint64))  # the sketch's OPH of the 32-bit hashes
+    shift = U64(spec.bins.bit_length() - 1)
+    bins = (h & U64(spec.bins - 1)).astype(np.intp)
+    values = h >> shift
+    chance = 1.0 / (1 << spec.bits)
+    agree = (values & U64((1 << spec.bits) - 1)).astype(np.uint8) == large.data[bins]
+    rank = values.astype(np.float64) / float(1 << (64 - int(shift)))
+    p = np.exp(-(large.size / spec.bins) * rank)
+    weight = float(np.dot(p, p))
+    estimate = float(np.dot(agree - chance, p)) / ((1.0 - chance) * weight)
+    error = (chance * (1.0 - chance) / weight) ** 0.5 / (1.0 - chance)
+    return min(1.0, max(0.0, estimate)), error
 
 
 def estimate_jaccard(a: Sketch, b: Sketch, spec: SketchSpec) -> float:

@@ -13,7 +13,15 @@ from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, relation
 from stream.detect.verdict import CONTAINED, SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.similarity import Overlap, overlap
-from stream.fingerprint.sketch import EXACT, SketchSpec, estimate_containment, estimate_jaccard, make_sketch
+from stream.fingerprint.sketch import (
+    EXACT,
+    SketchSpec,
+    containment_error,
+    containment_in_sketch,
+    estimate_containment,
+    estimate_jaccard,
+    make_sketch,
+)
 from stream.index import BlockIndex
 
 SPEC = SketchSpec()
@@ -171,3 +179,22 @@ def test_shared_boilerplate_does_not_make_two_different_pages_contained() -> Non
         ov = overlap(a, b)
         assert ov.containment_error == 0.0 and 0.7 < ov.containment < 0.8  # exact: the footer's share
         assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+
+
+@pytest.mark.parametrize(("inside", "contained"), [(300, True), (0, False), (60, False)])
+def test_a_short_set_is_tested_against_a_long_sketch(inside: int, contained: bool) -> None:
+    # 300 shingles against 12,000: Broder's estimate has an error of ~0.5 there; testing the short
+    # set's own shingles against the long sketch's minimums has ~0.15
+    long_set = hashes(0, 12_000)
+    short_set = np.unique(np.concatenate([hashes(0, inside), hashes(10**8, 10**8 + 300 - inside)]))
+    long_sketch, short_sketch = make_sketch(long_set, SPEC), make_sketch(short_set, SPEC, 512)
+    assert long_sketch.kind == 1 and short_sketch.kind == EXACT
+    tested = containment_in_sketch(short_sketch, long_sketch, SPEC)
+    assert tested is not None
+    estimate, error = tested
+    assert estimate == pytest.approx(inside / 300, abs=3 * error)
+    broder = containment_error(short_sketch, long_sketch, SPEC, estimate_jaccard(short_sketch, long_sketch, SPEC))
+    assert error < 0.2 < broder
+    ov = Overlap(0.0, estimate, 300, error)
+    assert (relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
+    assert containment_in_sketch(short_sketch, make_sketch(hashes(0, 3_000), SPEC), SPEC) is None  # too few per bin

@@ -11,9 +11,9 @@ each (``index`` besides):
   also): different articles, so no pair of them is a duplicate; each page also reposted once whole;
 - ``index`` (en): real Sphinx section-index pages (a list of links to sub-pages) as published, and
   a repost on a blog template that keeps the list as text;
-- ``archive``: two very long pages (a third of the shape's articles each, end to end) next to short
-  pages, a section of every article of the shape: two thirds of them are in an archive (contained),
-  a third are not; all start with the same site header.
+- ``archive``: very long pages (articles end to end, ~60,000 characters each, like a long manual
+  page or a forum thread) next to short pages, a section of every article of the shape: two thirds
+  of them are in an archive (contained), a third are not; all start with the same site header.
 A pair's source relation: the two share an article (an archive shares each article it holds).
 """
 
@@ -155,17 +155,20 @@ ARCHIVE_HEADERS = {
 }
 
 
-def archives(arts: list[SourceArticle], lang: str, rng: random.Random, n_long: int) -> list[Doc]:
-    """``n_long`` archives holding two thirds of ``arts``; a short section of each article, held or not.
-    Every page starts with the site's header, so the prefix bands make each short page a candidate
-    of the archives: verification, not the index, decides."""
+def archives(arts: list[SourceArticle], lang: str, rng: random.Random, chars: int = 60_000) -> list[Doc]:
+    """Archives of about ``chars`` characters each (the last may be shorter) holding two thirds of
+    ``arts``; a short section of each article, held or not. Every page starts with the site's
+    header, so the prefix bands make each short page a candidate of the archives: verification, not
+    the index, decides."""
     lo, hi = (100, 300) if lang == "en" else (300, 800)
     header = ARCHIVE_HEADERS[lang]
-    held = len(arts) * 2 // 3
     out: list[Doc] = []
-    for k in range(n_long):
-        group = arts[k * held // n_long : (k + 1) * held // n_long]
-        out.append(_doc("", "\n".join([header, *(a.text for a in group)]), [a.key for a in group], "archive"))
+    group: list[SourceArticle] = []
+    for art in arts[: len(arts) * 2 // 3]:
+        group.append(art)
+        if sum(len(a.text) for a in group) >= chars or art is arts[len(arts) * 2 // 3 - 1]:
+            out.append(_doc("", "\n".join([header, *(a.text for a in group)]), [a.key for a in group], "archive"))
+            group = []
     for art in arts:
         blocks = _section(art, lang, rng, lo, hi)
         if blocks is not None:
@@ -199,7 +202,7 @@ def build_track(arts: list[SourceArticle], lang: str, seed: int, index_root: Pat
     rng.shuffle(arts)
     third = len(arts) // 3
     docs = short_reposts(arts[:third], lang, rng, 120) + family_pages(arts[third : 2 * third], lang, rng, 80)
-    docs += archives(arts[2 * third :], lang, rng, 2)
+    docs += archives(arts[2 * third :], lang, rng)
     if index_root is not None:
         docs += index_pages(index_root, rng, 40)
     rng.shuffle(docs)
