@@ -38,6 +38,8 @@ BENCH_COMMANDS: dict[str, str] = {
     "index": "stream.bench.index:command",
     "e2e": "stream.bench.e2e:command",
     "crawl-tracks": "stream.bench.web.tracks:command",
+    "edge-tracks": "stream.bench.web.edges:command",
+    "edges": "stream.bench.edges:command",
     "crawl": "stream.bench.web.evaluate:command",
     "html": "stream.bench.html:command",
     "tracks": "stream.bench.track_build:command",

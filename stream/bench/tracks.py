@@ -6,7 +6,7 @@ A track's files sit under one of two roots:
 - ``cache``: the track cache ($DEDUP_TRACKS, default ~/.cache/stream-dedup/tracks), where
   ``dedup bench tracks build`` writes the tracks it builds from sources it downloads;
 - ``crawl``: where ``dedup bench crawl-tracks`` writes the crawl-like HTML tracks
-  (stream/bench/web/tracks.py).
+  (stream/bench/web/tracks.py) and ``dedup bench edge-tracks`` the edge tracks (web/edges.py).
 A missing track is skipped with the command that builds or fetches it.
 """
 
@@ -46,6 +46,11 @@ TRACKS: list[TrackSpec] = [
               "dedup bench crawl-tracks", html=True, truth="source"),
     TrackSpec("en-docs", "crawl", "tracks/en-docs_docs.jsonl", "tracks/en-docs_pairs.jsonl", "word",
               "dedup bench crawl-tracks", html=True, truth="source"),
+    # short reposts with a cut and an ad, template families, section indexes, archives (web/edges.py)
+    TrackSpec("edges-en", "crawl", "tracks/edges-en_docs.jsonl", "tracks/edges-en_pairs.jsonl", "word",
+              "dedup bench edge-tracks", truth="source"),
+    TrackSpec("edges-zh", "crawl", "tracks/edges-zh_docs.jsonl", "tracks/edges-zh_pairs.jsonl", "char",
+              "dedup bench edge-tracks", truth="source"),
 ]
 
 

@@ -21,17 +21,23 @@ from stream.index import BatchBands, BlockIndex, IndexHit
 # Containment rule defaults (docs/detect.md, "Decisions"): a pair whose similarity is below the
 # threshold is still reported, as "contained", when at least this share of the shorter document's
 # shingles is in the longer one and the shorter has at least CONTAINMENT_MIN_SHINGLES distinct shingles
-# (about that many characters of Chinese or words of English; shorter texts are contained by chance).
+# (shorter texts are contained by chance). An estimated containment must clear the threshold by
+# CONTAINMENT_MARGIN of its standard error: the estimate from two sketches of very unequal sets is
+# mostly error (docs/detect.md, "Containment from two sketches").
 CONTAINMENT_THRESHOLD = 0.8
-CONTAINMENT_MIN_SHINGLES = 200
+CONTAINMENT_MIN_SHINGLES = 50
+CONTAINMENT_MARGIN = 0.75
 
 
-def relation(ov: Overlap, threshold: float, containment_threshold: float, min_shingles: int) -> str | None:
-    """SIMILAR when the score reaches ``threshold``; else CONTAINED when the containment reaches
-    ``containment_threshold`` (0 turns the rule off) and the shorter text is long enough; else None."""
+def relation(ov: Overlap, threshold: float, containment_threshold: float, min_shingles: int,
+             margin: float = CONTAINMENT_MARGIN) -> str | None:
+    """SIMILAR when the score reaches ``threshold``; else CONTAINED when the containment, less
+    ``margin`` times its standard error, reaches ``containment_threshold`` (0 turns the rule off) and
+    the shorter text is long enough; else None."""
     if ov.score >= threshold:
         return SIMILAR
-    if 0 < containment_threshold <= ov.containment and ov.smaller >= min_shingles:
+    if (0 < containment_threshold <= ov.containment - margin * ov.containment_error
+            and ov.smaller >= min_shingles):
         return CONTAINED
     return None
 
@@ -80,7 +86,8 @@ class Detector:
 
     def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False,
                  containment_threshold: float = CONTAINMENT_THRESHOLD,
-                 containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES, retention: float | None = None) -> None:
+                 containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES, retention: float | None = None,
+                 containment_margin: float = CONTAINMENT_MARGIN) -> None:
         self.index = index
         # retention: two documents match only when their event times are at most this far apart
         # (seconds; None: no limit). A rule on the pair, so it holds whatever the arrival order.
@@ -89,6 +96,7 @@ class Detector:
         self.mu = mu
         self.containment_threshold = containment_threshold
         self.containment_min_shingles = containment_min_shingles
+        self.containment_margin = containment_margin
         # once: the caller probes a document's tables in disjoint groups (the service's partitions);
         # a candidate within distance k is verified and reported by one group only (BlockIndex.query):
         # near-duplicate clusters collide in every table, and would be verified in every partition.
@@ -161,7 +169,8 @@ class Detector:
             seen += 1
             other = known.get(id(hit.payload)) or fingerprint_of(hit.payload)
             ov = overlap(fp, other, fp.spec, self.mu)
-            kind = relation(ov, self.threshold, self.containment_threshold, self.containment_min_shingles)
+            kind = relation(ov, self.threshold, self.containment_threshold, self.containment_min_shingles,
+                            self.containment_margin)
             if kind is not None:
                 self.verified += 1
                 matches.append(Match(hit.doc_id, (fp.simhash ^ other.simhash).bit_count(), ov.score,

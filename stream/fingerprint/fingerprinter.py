@@ -28,7 +28,7 @@ from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
-from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
+from stream.fingerprint.sketch import EXACT, SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
 from stream.text.html import extract, looks_like_html
 from stream.text.normalize import exact_form, normalize
 
@@ -123,6 +123,11 @@ class Fingerprinter:
         # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
         parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
                               bands=cfg.bands, rows=cfg.rows, vote=by_shingles)
+        sketch = parts.sketch
+        if sketch.kind != EXACT and sketch.size <= cfg.sketch_exact_shingles:
+            # short enough to keep every shingle (schema.sketch_exact_shingles): exact verification
+            exact = shingle_hashes(content, cfg.char_n, cfg.word_n, cfg.cjk_share)
+            sketch = make_sketch(exact, self.spec, cfg.sketch_exact_shingles)
         bands = parts.bands
         if cfg.prefix_bands and parts.bands:
             prefix = shingle_hashes(content[: cfg.prefix_chars], cfg.char_n, cfg.word_n, cfg.cjk_share)
@@ -136,7 +141,7 @@ class Fingerprinter:
             doc_id=doc.id,
             simhash=parts.simhash if by_shingles else self._simhash(content, title, doc),
             content_hash=mmh3.hash_bytes(exact_form(content).encode()),
-            sketch=parts.sketch,
+            sketch=sketch,
             bands=bands,
             schema=self.schema,
             spec=self.spec,

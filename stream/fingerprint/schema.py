@@ -62,6 +62,10 @@ class FingerprintConfig:
     cjk_share: float = 0.05
     sketch_bytes: int = 512
     sketch_bits: int = 1
+    # Texts with up to this many distinct shingles keep them all (32-bit hashes: up to 4 bytes each
+    # beyond ``sketch_bytes``), so containment and Jaccard between two short texts are exact, not
+    # estimates with a ~0.05 standard error (docs/detect.md, "Containment"). 0: what fits sketch_bytes.
+    sketch_exact_shingles: int = 512
     bands: int = 16
     rows: int = 5
     # LSH bands over the shingles of the first ``prefix_chars`` characters of the content only, in
@@ -85,6 +89,8 @@ class FingerprintConfig:
             raise ConfigError("bands and prefix_bands must be >= 0, rows and prefix_rows >= 1")
         if self.prefix_bands and self.prefix_chars < self.char_n:
             raise ConfigError(f"prefix_chars must be >= char_n ({self.char_n})")
+        if self.sketch_exact_shingles < 0:
+            raise ConfigError("sketch_exact_shingles must be >= 0")
         if not 0.0 <= self.cjk_share <= 1.0:
             raise ConfigError("cjk_share must be between 0 and 1")
 

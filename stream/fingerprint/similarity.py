@@ -23,7 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, estimate_containment, estimate_jaccard
+from stream.fingerprint.sketch import (
+    SHORT_SPEC,
+    SIDE_SPEC,
+    SketchSpec,
+    containment_error,
+    containment_in_sketch,
+    estimate_containment,
+    estimate_jaccard,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,7 @@ class Overlap:
     score: float  # the verified similarity (module docstring)
     containment: float  # share of the smaller document's content shingles found in the larger one
     smaller: int  # distinct content shingles of the smaller document
+    containment_error: float = 0.0  # standard error of ``containment`` (0: exact)
 
 
 def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> Overlap:
@@ -38,17 +47,23 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
     if a.empty or b.empty:
         return Overlap(0.0, 0.0, 0)
     smaller = min(a.sketch.size, b.sketch.size)
+    error = 0.0
     if a.content_hash == b.content_hash:
         jaccard = containment = 1.0
     else:
         jaccard = estimate_jaccard(a.sketch, b.sketch, spec)
         containment = estimate_containment(a.sketch, b.sketch, spec, jaccard)
+        error = containment_error(a.sketch, b.sketch, spec, jaccard)
+        small, large = (a.sketch, b.sketch) if a.sketch.size <= b.sketch.size else (b.sketch, a.sketch)
+        tested = containment_in_sketch(small, large, spec) if error > 0.1 else None
+        if tested is not None and tested[1] < error:  # a short text against a long one: test its shingles
+            containment, error = tested
     content = jaccard
     if a.short_grams is not None and b.short_grams is not None:
         content = max(content, estimate_jaccard(a.short_grams, b.short_grams, SHORT_SPEC))
-    if a.side is None or b.side is None:
-        return Overlap(content, containment, smaller)
-    return Overlap(mu * content + (1.0 - mu) * estimate_jaccard(a.side, b.side, SIDE_SPEC), containment, smaller)
+    if a.side is not None and b.side is not None:
+        content = mu * content + (1.0 - mu) * estimate_jaccard(a.side, b.side, SIDE_SPEC)
+    return Overlap(content, containment, smaller, error)
 
 
 def similarity(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> float:

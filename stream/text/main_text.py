@@ -11,7 +11,8 @@
 3. The text of that container, with a line break at every block element.
 
 ``extract_main`` says whether it is sure: the container must hold at least ``MIN_PROSE`` characters
-of prose and most of its text must not be link text; the caller runs trafilatura when it is not.
+of prose and most of its text must not be link text, unless it is a section index (a titled
+container whose link text is a list: ``is_link_list``); the caller runs trafilatura when it is not.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ DOMINANCE = 3.0
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 MIN_PROSE = 60
 MAX_LINK_SHARE = 0.5
+LIST_LINK_SHARE = 0.8  # a section index: at least this share of its link text is in list items
 
 
 @dataclass(frozen=True)
@@ -190,5 +192,19 @@ def extract_main(html: str) -> MainText:
     text = block_text(main)
     prose = sizes.get(main, 0)
     squeezed = len(text) - text.count(" ") - text.count("\n")
-    sure = prose >= MIN_PROSE and prose >= (1 - MAX_LINK_SHARE) * squeezed
+    sure = prose >= MIN_PROSE and (prose >= (1 - MAX_LINK_SHARE) * squeezed
+                                   or (main is not body and heading is not None and is_link_list(main)))
     return MainText(heading, title, text, sure)
+
+
+def is_link_list(el: Any) -> bool:
+    """Most of ``el``'s link text sits in list items: a section index (a table of contents of
+    sub-pages) is the page's content, and another site that reposts it keeps the list as text;
+    trafilatura drops such lists as navigation."""
+    in_items = total = 0
+    for link in el.iter("a"):
+        size = _chars(link.text_content())
+        total += size
+        if any(a.tag == "li" for a in link.iterancestors()):
+            in_items += size
+    return total > 0 and in_items >= LIST_LINK_SHARE * total

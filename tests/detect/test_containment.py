@@ -3,15 +3,25 @@ truncated repost found through the index (not a scan) and reported as contained.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from stream.detect import Detector
-from stream.detect.detector import relation
+from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, relation
 from stream.detect.verdict import CONTAINED, SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.fingerprint.similarity import Overlap
-from stream.fingerprint.sketch import SketchSpec, estimate_containment, estimate_jaccard, make_sketch
+from stream.fingerprint.similarity import Overlap, overlap
+from stream.fingerprint.sketch import (
+    EXACT,
+    SketchSpec,
+    containment_error,
+    containment_in_sketch,
+    estimate_containment,
+    estimate_jaccard,
+    make_sketch,
+)
 from stream.index import BlockIndex
 
 SPEC = SketchSpec()
@@ -99,3 +109,92 @@ def test_containment_off_reports_only_similar_pairs() -> None:
     detector.probe(fingerprinter.fingerprint(parse_document({"id": "orig", "text": ARTICLE})), (0.0, "orig"))
     repost = fingerprinter.fingerprint(parse_document({"id": "repost", "text": EXCERPT}))
     assert detector.probe(repost, (1.0, "repost")) == []
+
+
+# An English article of ~170 words (written for this test) and its repost: the end cut, an ad inserted.
+SHORT_ARTICLE = (
+    "The city library opened its new reading room on Monday after two years of renovation work.\n"
+    "The room has forty desks, each with a lamp and a power outlet, and a wall of windows that faces the "
+    "old harbour. Librarians moved about twelve thousand books from the basement store, most of them local "
+    "history, maps and bound newspapers that readers could only order in advance until now.\n"
+    "Visitors can borrow a laptop at the front desk for up to three hours, and a volunteer helps older "
+    "readers with the online catalogue every Tuesday and Thursday morning. The library also extended its "
+    "opening hours: it now closes at nine in the evening on weekdays and at six on Saturdays.\n"
+    "The renovation was paid for by the city and a regional heritage fund. The architects kept the original "
+    "oak shelves and the painted ceiling, which restorers cleaned by hand over several months.\n"
+    "A small exhibition about the history of the building runs in the entrance hall until the end of the "
+    "summer, with photographs of the harbour and of the first readers a century ago."
+)
+AD = "Advertisement: Master Python in 30 days with our interactive course. Enroll today and save 40%."
+
+
+def _short_repost() -> str:
+    paras = SHORT_ARTICLE.split("\n")
+    cut = [*paras[:-2], paras[-2].split(",")[0] + "."]  # the last paragraph gone, the one before it cut
+    return "\n".join([*cut[:2], AD, *cut[2:]])
+
+
+def test_a_short_repost_with_a_cut_and_an_ad_is_found() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
+    original = fingerprinter.fingerprint(parse_document({"id": "orig", "text": SHORT_ARTICLE}))
+    repost = fingerprinter.fingerprint(parse_document({"id": "repost", "text": _short_repost()}))
+    assert 128 < original.sketch.size < 200  # above what 512 bytes hold, below the old 200-shingle minimum
+    assert original.sketch.kind == repost.sketch.kind == EXACT  # so the containment is exact
+    detector.probe(original, (0.0, "orig"))
+    (match,) = detector.probe(repost, (1.0, "repost"))
+    assert match.id == "orig" and match.relation == CONTAINED
+    assert match.similarity < 0.8 <= match.containment
+
+
+def _words(rng: np.random.Generator, n: int) -> str:
+    vocabulary = [f"w{i}" for i in range(4000)]
+    return " ".join(vocabulary[i] for i in rng.integers(0, len(vocabulary), n))
+
+
+def test_a_long_document_does_not_contain_short_ones_it_does_not_contain() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(7)
+    long_doc = fingerprinter.fingerprint(parse_document({"id": "long", "text": _words(rng, 40_000)}))
+    estimates = []
+    for i in range(40):
+        short = fingerprinter.fingerprint(parse_document({"id": f"s{i}", "text": _words(rng, 600)}))
+        assert short.sketch.size > 512  # estimated, not exact: the long one keeps a b-bit sketch only
+        ov = overlap(long_doc, short)
+        estimates.append(ov.containment)
+        # the two share next to no word 3-gram; the estimate at a size ratio of ~65 is mostly error
+        assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+        assert ov.containment_error > 0.3
+    assert max(estimates) >= 0.8  # without the margin some of them would be "contained"
+
+
+def test_shared_boilerplate_does_not_make_two_different_pages_contained() -> None:
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(11)
+    footer = _words(rng, 190)  # a family's long footer: three quarters of each page
+    pages = [fingerprinter.fingerprint(parse_document({"id": f"p{i}", "text": _words(rng, 60) + " " + footer}))
+             for i in range(12)]
+    for a, b in itertools.combinations(pages, 2):
+        assert a.sketch.kind == b.sketch.kind == EXACT
+        ov = overlap(a, b)
+        assert ov.containment_error == 0.0 and 0.7 < ov.containment < 0.8  # exact: the footer's share
+        assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+
+
+@pytest.mark.parametrize(("inside", "contained"), [(300, True), (0, False), (60, False)])
+def test_a_short_set_is_tested_against_a_long_sketch(inside: int, contained: bool) -> None:
+    # 300 shingles against 12,000: Broder's estimate has an error of ~0.5 there; testing the short
+    # set's own shingles against the long sketch's minimums has ~0.15
+    long_set = hashes(0, 12_000)
+    short_set = np.unique(np.concatenate([hashes(0, inside), hashes(10**8, 10**8 + 300 - inside)]))
+    long_sketch, short_sketch = make_sketch(long_set, SPEC), make_sketch(short_set, SPEC, 512)
+    assert long_sketch.kind == 1 and short_sketch.kind == EXACT
+    tested = containment_in_sketch(short_sketch, long_sketch, SPEC)
+    assert tested is not None
+    estimate, error = tested
+    assert estimate == pytest.approx(inside / 300, abs=3 * error)
+    broder = containment_error(short_sketch, long_sketch, SPEC, estimate_jaccard(short_sketch, long_sketch, SPEC))
+    assert error < 0.2 < broder
+    ov = Overlap(0.0, estimate, 300, error)
+    assert (relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
+    assert containment_in_sketch(short_sketch, make_sketch(hashes(0, 3_000), SPEC), SPEC) is None  # too few per bin

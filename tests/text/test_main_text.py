@@ -37,6 +37,17 @@ def test_a_doc_page_and_its_repost_extract_alike() -> None:
         assert "Previous topic" not in page.text and "Copyright" not in page.text and "views" not in page.text
 
 
+def test_a_section_index_and_its_repost_extract_alike() -> None:
+    # the index's text is mostly links: trafilatura would drop the list as navigation and keep the
+    # one sentence, while the repost keeps the list as text
+    index, blog = extract(doc_pages.sphinx_index_page()), extract(doc_pages.blog_index_repost())
+    assert index.method == blog.method == "fast"
+    assert index.title == blog.title == doc_pages.INDEX_TITLE
+    assert all(entry in index.text for entry in doc_pages.INDEX_ENTRIES)
+    assert jaccard(index.text, blog.text) >= 0.9
+    assert "Quick search" not in index.text and "Previous topic" not in index.text
+
+
 def test_furniture_is_named_by_class_tokens_but_ids_only_whole() -> None:
     def element(attrs: str) -> object:
         return lxml_html.fragment_fromstring(f"<div {attrs}>x</div>")

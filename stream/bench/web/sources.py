@@ -248,7 +248,8 @@ _CONTAINER_TAGS = {"div", "section", "li", "ul", "ol", "dl", "dd", "table", "the
                    "figure", "figcaption", "article", "aside", "main", "caption"}
 
 
-def python_docs(root: Path, min_words: int = 150, max_words: int = 5000) -> Iterator[SourceArticle]:
+def python_docs(root: Path, min_words: int = 150, max_words: int = 5000, max_link_share: float = 0.5
+                ) -> Iterator[SourceArticle]:
     from lxml import html as lxml_html
 
     base = root / "usr/share/doc/python3.11/html"
@@ -263,7 +264,7 @@ def python_docs(root: Path, min_words: int = 150, max_words: int = 5000) -> Iter
         blocks = sphinx_blocks(main[0])
         words = sum(len(b.text.split()) for b in blocks)
         links = sum(len(_SPACE.sub(" ", a.text_content()).split()) for a in main[0].xpath(".//a"))
-        if not (min_words <= words <= max_words) or links > 0.5 * words:
+        if not (min_words <= words <= max_words) or links > max_link_share * words:
             continue
         heads = [b for b in blocks if b.kind == "h"]
         title = heads[0].text if heads else rel
