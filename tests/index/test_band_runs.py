@@ -119,6 +119,7 @@ def test_band_mates_survive_a_clean_reopen_and_a_sigkill(tmp_path: Path) -> None
     idx.close()
     reopened = BlockIndex(path, k=3, bands=3, band_memtable=50)
     assert reopened.band_map.reused and len(reopened.band_map) == 3 * len(docs)
+    assert len(reopened.band_map.memtable) == 0, "nothing rebuilt from the records"
     reopened.close()
     child = subprocess.run([sys.executable, "-c", _CHILD, path, "1000"], capture_output=True, text=True)
     assert child.returncode == -signal.SIGKILL, child.stderr
