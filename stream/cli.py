@@ -41,6 +41,7 @@ BENCH_COMMANDS: dict[str, str] = {
     "shingling": "stream.bench.shingling:command",
     "corpus-zh": "stream.bench.corpus_zh:command",
     "scan": "stream.bench.scan:command",
+    "peers": "stream.bench.peers:command",
     "reliability": "stream.bench.reliability:command",
     "retention": "stream.bench.retention:command",
 }
