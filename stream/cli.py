@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from stream.errors import EXIT_BROKER, EXIT_INTERNAL, EXIT_USAGE, DedupError
+from stream.startup import skip_numba_scipy
 
 # name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -103,6 +104,7 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
 
 def run(argv: list[str] | None = None) -> NoReturn:
     """The ``dedup`` console script: click's own handling for usage errors, one line for the rest."""
+    skip_numba_scipy()  # ~0.3 s of every start (stream.startup)
     try:
         code = main.main(args=argv, prog_name="dedup", standalone_mode=False)
     except click.ClickException as exc:

@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from stream.text.segment import code_points, decode_code_points, is_space
+from stream.text.tables import cached_arrays
 
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 TABLE_LIMIT = 0x30000  # above: every character is its own NFKC and casefold (a test checks)
@@ -90,7 +91,13 @@ def normalize_reference(text: str) -> str:
 @cache
 def code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(NFKC, casefold, pool) per code point below TABLE_LIMIT: the one character it maps to, or
-    _POOL + where its characters are in ``pool``; built from this Python's unicodedata on first use (~50 ms)."""
+    _POOL + where its characters are in ``pool``; built from this Python's unicodedata once (~100 ms),
+    then loaded from disk (``stream.text.tables``)."""
+    nfkc, fold, pool = cached_arrays("normalize-v1", _build_code_point_tables)
+    return nfkc, fold, pool
+
+
+def _build_code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nfkc = np.arange(TABLE_LIMIT, dtype=np.uint32)
     fold = np.arange(TABLE_LIMIT, dtype=np.uint32)
     pool: list[int] = []

@@ -36,6 +36,8 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
+from stream.text.tables import cached_arrays
+
 log = logging.getLogger("dedup.text")
 
 # Settings that determine the tokens; recorded in the fingerprint schema. Every backend produces
@@ -54,7 +56,12 @@ _WORD_CHAR, _HAN_CHAR, _DIGIT = 1, 2, 4
 
 @cache
 def _char_classes() -> np.ndarray:
-    """Class bits per code point: word character outside Han ([^\\W_]), Han, decimal digit (\\d)."""
+    """Class bits per code point: word character outside Han ([^\\W_]), Han, decimal digit (\\d);
+    built once (~80 ms), then loaded from disk (``stream.text.tables``)."""
+    return cached_arrays("classes-v1", _build_char_classes)[0]
+
+
+def _build_char_classes() -> tuple[np.ndarray]:
     codes = np.arange(0x110000, dtype=np.uint32)
     codes[0xD800:0xE000] = 0x20  # lone surrogates: not encodable as characters, never word characters
     chars = np.frombuffer(codes.tobytes(), dtype="<U1")
@@ -65,7 +72,7 @@ def _char_classes() -> np.ndarray:
     classes = np.where(np.char.isalnum(chars) & ~han, _WORD_CHAR, 0).astype(np.uint8)
     classes[han] |= _HAN_CHAR
     classes[np.char.isdecimal(chars)] |= _DIGIT
-    return classes
+    return (classes,)
 
 
 @njit(cache=True)
