@@ -29,8 +29,10 @@ from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
+from stream.fingerprint.words import compiled_word_simhash
 from stream.text.html import extract, looks_like_html
 from stream.text.normalize import exact_form, normalize
+from stream.text.segment import Segmenter, code_points
 
 
 class Fingerprinter:
@@ -39,16 +41,32 @@ class Fingerprinter:
     def __init__(self, config: FingerprintConfig | None = None, idf_path: str | None = None) -> None:
         """``idf_path``: where a stream-learned IDF table (``config.idf == "stream"``) is kept."""
         from stream.text.idf import StreamingIdf, jieba_idf
-        from stream.text.segment import get_segmenter
+        from stream.text.segment import SETTINGS
 
         self.config = config or FingerprintConfig()
         self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
-        self.segmenter = get_segmenter(self.config.segmenter)
+        self._segmenter: Segmenter | None = None
+        if self.config.segmenter != "auto":
+            self._segmenter = self.segmenter  # an explicit backend that is not installed fails here
         self.stream_idf = StreamingIdf(idf_path) if self.config.idf == "stream" else None
         self.idf: Any = self.stream_idf
         if self.idf is None and self.config.weighting in ("tfidf", "tfidf_len", "pos_weighted"):
             self.idf = jieba_idf()
-        self.schema = self.config.schema_id(self.segmenter.settings)
+        # the default path: a count weighting's SimHash in one compiled pass (stream.fingerprint.words),
+        # jieba's tokens without a segmenter object (every backend gives them: segment.SETTINGS)
+        cfg = self.config
+        self.compiled_words = (cfg.segmenter == "auto" and cfg.weighting in COUNT_WEIGHTINGS and not cfg.pos_tags
+                               and self.stream_idf is None)
+        self.schema = cfg.schema_id(SETTINGS)
+
+    @property
+    def segmenter(self) -> Segmenter:
+        """The configured backend, loaded on first use (``auto``'s default path needs none)."""
+        if self._segmenter is None:
+            from stream.text.segment import get_segmenter
+
+            self._segmenter = get_segmenter(self.config.segmenter)
+        return self._segmenter
 
     def save(self) -> None:
         """Persist learned state (the stream IDF table), if any."""
@@ -70,7 +88,11 @@ class Fingerprinter:
         title = normalize(title)
         return (content or title), title
 
-    def _simhash(self, content: str, title: str, doc: Document) -> int:
+    def _simhash(self, content: str, title: str, doc: Document, codes: np.ndarray) -> int:
+        if self.compiled_words and not doc.fields:
+            n, sim = compiled_word_simhash(codes, self.config.weighting)
+            if n >= self.config.short_text_features:
+                return sim
         pos = None
         if self.config.pos_tags:
             tagged = self.segmenter.cut_pos(content)
@@ -121,7 +143,8 @@ class Fingerprinter:
         cfg = self.config
         by_shingles = cfg.simhash_features == "shingles"
         # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
-        parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
+        codes = code_points(content)
+        parts = shingle_parts(codes, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
                               bands=cfg.bands, rows=cfg.rows, vote=by_shingles)
         bands = parts.bands
         if cfg.prefix_bands and parts.bands:
@@ -134,7 +157,7 @@ class Fingerprinter:
             short = make_sketch(np.unique(char_ngram_hashes(compact, 3)), SHORT_SPEC)
         return Fingerprint(
             doc_id=doc.id,
-            simhash=parts.simhash if by_shingles else self._simhash(content, title, doc),
+            simhash=parts.simhash if by_shingles else self._simhash(content, title, doc, codes),
             content_hash=mmh3.hash_bytes(exact_form(content).encode()),
             sketch=parts.sketch,
             bands=bands,

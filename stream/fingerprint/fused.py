@@ -25,7 +25,7 @@ from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, token_h
 from stream.fingerprint.minhash import _oph
 from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
-from stream.text.segment import code_points, is_space
+from stream.text.segment import code_points, decode_code_points, is_space
 
 _NO_WORDS = np.empty(0, dtype=np.uint64)
 _NEED_WORDS = -1  # status: the text is not CJK-dominant; call again with its word hashes
@@ -117,14 +117,17 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int
     return size, kind, exact, bbit, values, ext, sim
 
 
-def shingle_parts(text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
-                  bands: int = 16, rows: int = 5, vote: bool = False) -> ShingleParts:
-    """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``."""
+def shingle_parts(text: str | np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
+                  share: float = CJK_SHARE, bands: int = 16, rows: int = 5, vote: bool = False) -> ShingleParts:
+    """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``; ``text``
+    may be given as its ``code_points``."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
     args = (float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands, rows, band_bins, vote)
-    out = _parts(code_points(text), _NO_WORDS, *args)
+    codes = code_points(text) if isinstance(text, str) else text
+    out = _parts(codes, _NO_WORDS, *args)
     if out[0] == _NEED_WORDS:
-        out = _parts(code_points(""), token_hashes(_WORD.findall(text)), *args)
+        words = _WORD.findall(text if isinstance(text, str) else decode_code_points(codes))
+        out = _parts(code_points(""), token_hashes(words), *args)
     size, kind, exact, bbit, values, ext, sim = out
     sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
     return ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))

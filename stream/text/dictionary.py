@@ -1,0 +1,203 @@
+"""jieba's prefix dictionary as arrays, and its precise-mode route (HMM off) compiled with numba.
+
+The same algorithm as ``jieba.Tokenizer.get_DAG`` + ``calc`` + ``__cut_DAG_NO_HMM`` over the same
+``dict.txt``, read as ``gen_pfdict`` reads it: every word and every prefix of a word is a trie node;
+a node is a word when its frequency is > 0; a position's candidate ends are the words starting there
+(the single character when there are none); the route maximizes ``log(freq or 1) - log(total) +
+route[end + 1]``, ties to the longer word (Python's ``max`` over ``(score, end)`` tuples). The same
+float operations in the same order, with each word's ``log(freq)`` computed by ``math.log`` when the
+trie is built: the tokens are jieba's (tests/text/test_dictionary.py; docs/text.md).
+
+Why: a document's Han text is segmented inside the compiled per-document pass
+(``stream.fingerprint.words``) without a Python string per token, and no dictionary is loaded from
+text at start: the arrays are built once (~2 s) and then loaded from disk (``stream.text.tables``).
+Each node also carries the 64-bit mmh3 hash of its string and whether it has a letter or digit, so
+the features of dictionary words need no hashing per document.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+import mmh3
+import numpy as np
+from numba import njit
+
+from stream.text.tables import cached_arrays
+
+_CHAR_BITS = 21  # a code point fits; a transition key is (parent node << 21) | code point, never 0
+_EMPTY_KEY = np.uint64(0)
+
+
+class Trie(NamedTuple):
+    keys: np.ndarray  # uint64 open-addressing table of transitions, 0 = free
+    children: np.ndarray  # int32: the node a transition leads to
+    word: np.ndarray  # bool per node: a dictionary word (frequency > 0)
+    log_freq: np.ndarray  # float64 per node: math.log(freq) (0.0 for prefixes: jieba's "or 1")
+    hashes: np.ndarray  # uint64 per node: mmh3 64-bit hash of its string (stream.fingerprint.hashing)
+    alnum: np.ndarray  # bool per node: its string has a letter or digit
+    log_total: float  # math.log of the sum of all frequencies
+
+
+def dictionary_path() -> Path:
+    """jieba's bundled ``dict.txt`` (the dictionary every backend uses: ``segment.SETTINGS``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        raise ImportError("the compiled segmenter reads jieba's dict.txt: pip install jieba")
+    return Path(spec.origin).parent / "dict.txt"
+
+
+def read_frequencies(path: Path) -> tuple[dict[str, int], int]:
+    """``jieba.Tokenizer.gen_pfdict``: word and prefix -> frequency (0 for prefixes), and the total."""
+    freq: dict[str, int] = {}
+    total = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            word, count = line.strip().decode("utf-8").split(" ")[:2]
+            value = int(count)
+            freq[word] = value
+            total += value
+            for end in range(1, len(word)):
+                freq.setdefault(word[:end], 0)
+    return freq, total
+
+
+def _table_size(count: int) -> int:
+    size = 1 << 10
+    while size < 3 * count:  # load factor <= 1/3: short probe runs
+        size *= 2
+    return size
+
+
+@njit(cache=True)
+def _fill(keys: np.ndarray, children: np.ndarray, parents: np.ndarray, chars: np.ndarray) -> None:
+    mask = np.uint64(len(keys) - 1)
+    for node in range(1, len(parents)):
+        key = (np.uint64(parents[node]) << np.uint64(_CHAR_BITS)) | np.uint64(chars[node])
+        slot = _slot(key, mask)
+        while keys[slot] != _EMPTY_KEY:
+            slot = (slot + np.uint64(1)) & mask
+        keys[slot] = key
+        children[slot] = node
+
+
+@njit(cache=True, inline="always")
+def _slot(key: np.uint64, mask: np.uint64) -> np.uint64:
+    return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+
+
+@njit(cache=True, inline="always")
+def child(keys: np.ndarray, children: np.ndarray, node: int, c: int) -> int:
+    """The node after ``node`` on code point ``c``, or -1."""
+    key = (np.uint64(node) << np.uint64(_CHAR_BITS)) | np.uint64(c)
+    mask = np.uint64(len(keys) - 1)
+    slot = _slot(key, mask)
+    while True:
+        k = keys[slot]
+        if k == key:
+            return children[slot]
+        if k == _EMPTY_KEY:
+            return -1
+        slot = (slot + np.uint64(1)) & mask
+
+
+def _build(path: Path) -> tuple[np.ndarray, ...]:
+    freq, total = read_frequencies(path)
+    entries = sorted(freq)  # a prefix sorts before its extensions
+    ids = {entry: n for n, entry in enumerate(entries, start=1)}  # node 0: the root (empty string)
+    count = len(entries) + 1
+    parents = np.zeros(count, dtype=np.int64)
+    chars = np.zeros(count, dtype=np.int64)
+    word = np.zeros(count, dtype=np.bool_)
+    log_freq = np.zeros(count)
+    hashes = np.zeros(count, dtype=np.uint64)
+    alnum = np.zeros(count, dtype=np.bool_)
+    for entry, n in ids.items():
+        parents[n] = ids.get(entry[:-1], 0)
+        chars[n] = ord(entry[-1])
+        value = freq[entry]
+        word[n] = value > 0
+        log_freq[n] = math.log(value) if value else 0.0
+        hashes[n] = mmh3.hash64(entry, signed=False)[0]
+        alnum[n] = any(ch.isalnum() for ch in entry)
+    size = _table_size(count)
+    keys = np.zeros(size, dtype=np.uint64)
+    children = np.zeros(size, dtype=np.int32)
+    _fill(keys, children, parents, chars)
+    return keys, children, word, log_freq, hashes, alnum, np.array([math.log(total)])
+
+
+@cache
+def jieba_trie() -> Trie:
+    """jieba's default dictionary as a ``Trie`` (built once per dict.txt, then loaded from disk)."""
+    path = dictionary_path()
+    stat = path.stat()
+    name = f"jieba-trie-v1-{stat.st_size}-{stat.st_mtime_ns}"
+    keys, children, word, log_freq, hashes, alnum, log_total = cached_arrays(name, lambda: _build(path))
+    return Trie(keys, children, word, log_freq, hashes, alnum, float(log_total[0]))
+
+
+@njit(cache=True)
+def route(codes: np.ndarray, start: int, end: int, keys: np.ndarray, children: np.ndarray, word: np.ndarray,
+          log_freq: np.ndarray, log_total: float, score: np.ndarray, ends: np.ndarray, nodes: np.ndarray) -> None:
+    """jieba's ``calc`` over ``codes[start:end]`` (one Han run): for each position i (relative),
+    ``ends[i]`` is where its best word ends (exclusive, relative) and ``nodes[i]`` that word's trie
+    node (-1: a single character unknown to the dictionary). ``score`` is scratch of length >= n + 1."""
+    n = end - start
+    score[n] = 0.0
+    for i in range(n - 1, -1, -1):
+        best, best_end, best_node = 0.0, -1, -1
+        node = 0
+        j = i
+        while j < n:  # get_DAG: extend while the fragment is a word or a prefix of one
+            node = child(keys, children, node, codes[start + j])
+            if node < 0:
+                break
+            if word[node]:
+                s = log_freq[node] - log_total + score[j + 1]
+                if best_end < 0 or s >= best:  # ends ascend: ">=" keeps the longer word on a tie
+                    best, best_end, best_node = s, j + 1, node
+            j += 1
+        if best_end < 0:  # no word starts here: the single character, frequency "or 1"
+            best = 0.0 - log_total + score[i + 1]
+            best_end = i + 1
+            best_node = child(keys, children, 0, codes[start + i])
+        score[i] = best
+        ends[i] = best_end
+        nodes[i] = best_node
+
+
+@njit(cache=True)
+def _cut_run(codes: np.ndarray, keys: np.ndarray, children: np.ndarray, word: np.ndarray, log_freq: np.ndarray,
+             log_total: float) -> np.ndarray:
+    # the word ends of one run, in order
+    n = len(codes)
+    score = np.empty(n + 1)
+    ends = np.empty(n, dtype=np.int64)
+    nodes = np.empty(n, dtype=np.int64)
+    route(codes, 0, n, keys, children, word, log_freq, log_total, score, ends, nodes)
+    out = np.empty(n, dtype=np.int64)
+    k, i = 0, 0
+    while i < n:
+        i = ends[i]
+        out[k] = i
+        k += 1
+    return out[:k]
+
+
+def cut_han_run(run: str) -> list[str]:
+    """The words of one Han run, as ``jieba.cut(run, HMM=False)`` gives them."""
+    from stream.text.segment import code_points
+
+    trie = jieba_trie()
+    bounds = _cut_run(code_points(run), trie.keys, trie.children, trie.word, trie.log_freq, trie.log_total)
+    words, start = [], 0
+    for stop in bounds.tolist():
+        words.append(run[start:stop])
+        start = stop
+    return words
