@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import mmh3
 import numpy as np
 
-from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.document import Document
 from stream.fingerprint.features import (
     COUNT_WEIGHTINGS,
@@ -23,15 +21,14 @@ from stream.fingerprint.features import (
     word_features,
 )
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.fused import shingle_parts
+from stream.fingerprint.fused import content_hash, prefix_bands, shingle_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
-from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
 from stream.fingerprint.words import compiled_word_simhash
 from stream.text.html import extract, looks_like_html
-from stream.text.normalize import exact_form, normalize
+from stream.text.normalize import normalize
 from stream.text.segment import Segmenter, code_points
 
 
@@ -148,8 +145,9 @@ class Fingerprinter:
                               bands=cfg.bands, rows=cfg.rows, vote=by_shingles)
         bands = parts.bands
         if cfg.prefix_bands and parts.bands:
-            prefix = shingle_hashes(content[: cfg.prefix_chars], cfg.char_n, cfg.word_n, cfg.cjk_share)
-            bands = bands + lsh_bands(prefix, cfg.prefix_bands, cfg.prefix_rows)
+            bands = bands + prefix_bands(codes[: cfg.prefix_chars], content[: cfg.prefix_chars], char_n=cfg.char_n,
+                                         word_n=cfg.word_n, share=cfg.cjk_share, bands=cfg.prefix_bands,
+                                         rows=cfg.prefix_rows)
         short = None
         if cfg.short_text_chars and len(compact := content.replace(" ", "")) <= cfg.short_text_chars:
             # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams
@@ -158,7 +156,7 @@ class Fingerprinter:
         return Fingerprint(
             doc_id=doc.id,
             simhash=parts.simhash if by_shingles else self._simhash(content, title, doc, codes),
-            content_hash=mmh3.hash_bytes(exact_form(content).encode()),
+            content_hash=content_hash(codes),
             sketch=parts.sketch,
             bands=bands,
             schema=self.schema,

@@ -20,12 +20,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys
-from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, token_hashes
+from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys, lsh_bands
+from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, murmur3_128, token_hashes, utf8_into
 from stream.fingerprint.minhash import _oph
-from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text
+from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text, shingle_hashes
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
-from stream.text.segment import code_points, decode_code_points, is_space
+from stream.text.normalize import exact_form_into
+from stream.text.segment import char_classes, code_points, decode_code_points, is_space
 
 _NO_WORDS = np.empty(0, dtype=np.uint64)
 _NEED_WORDS = -1  # status: the text is not CJK-dominant; call again with its word hashes
@@ -115,6 +116,47 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int
             if 2 * ones[bit] > size:
                 sim |= np.uint64(1) << np.uint64(bit)
     return size, kind, exact, bbit, values, ext, sim
+
+
+@njit(cache=True)
+def _prefix_bands(codes: np.ndarray, share: float, char_n: int, bins: int, bands: int, rows: int
+                  ) -> tuple[int, np.ndarray, np.ndarray]:
+    # lsh_bands(shingle_hashes(text[:len(codes)])) when the prefix is shingled by characters:
+    # (1, values, extensions); (_NEED_WORDS, -, -) when it is shingled by words
+    z = np.empty(0, dtype=np.uint64)
+    compact = _compact(codes)
+    if not _is_char_text(compact, share):
+        return _NEED_WORDS, z, z
+    shingles = unique_hashes(_ngrams(_fmix_array(compact, _CODE_SALT), char_n))
+    if len(shingles) == 0:
+        return 1, z, z
+    values, ext = _band_keys(_oph(shingles, bins, np.uint64(_SEED), False), bands, rows)
+    return 1, values, ext
+
+
+def prefix_bands(codes: np.ndarray, text: str, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
+                 bands: int = 8, rows: int = 5) -> list[tuple[int, int]]:
+    """``lsh_bands(shingle_hashes(text), bands, rows)`` for ``codes = code_points(text)``, in one
+    compiled call when the text is shingled by characters."""
+    bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length()
+    status, values, ext = _prefix_bands(codes, float(share), char_n, bins, bands, rows)
+    if status == _NEED_WORDS:
+        return lsh_bands(shingle_hashes(text, char_n, word_n, share), bands, rows)
+    return list(zip(values.tolist(), ext.tolist(), strict=True))
+
+
+@njit(cache=True)
+def _content_hash(codes: np.ndarray, classes: np.ndarray) -> tuple[np.uint64, np.uint64]:
+    exact = np.empty(len(codes), dtype=np.uint32)
+    n = exact_form_into(codes, classes, exact)
+    data = np.empty(4 * n, dtype=np.uint8)
+    return murmur3_128(data, utf8_into(exact, 0, n, data))
+
+
+def content_hash(codes: np.ndarray) -> bytes:
+    """``mmh3.hash_bytes(exact_form(text).encode())`` for ``codes = code_points(text)`` of normalized text."""
+    h1, h2 = _content_hash(codes, char_classes())
+    return int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little")
 
 
 def shingle_parts(text: str | np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,

@@ -20,23 +20,42 @@ import numpy as np
 from numba import njit
 
 from stream.fingerprint.hashing import hash_token, murmur3_128, utf8_into
-from stream.text.dictionary import Trie, jieba_trie, route
-from stream.text.segment import ALNUM, token_spans
+from stream.text.dictionary import Trie, child, jieba_trie, route
+from stream.text.segment import ALNUM, code_points, token_spans
 from stream.text.stopwords import STOPWORDS
 
 
 class WordTables(NamedTuple):
     trie: Trie
-    stop_hashes: np.ndarray  # sorted mmh3 hashes of the stop words
+    feature: np.ndarray  # bool per trie node: its string is a feature (is_feature)
+    stop_hashes: np.ndarray  # sorted mmh3 hashes of the stop words (tokens outside the trie)
     classes: np.ndarray  # segment.char_classes()
+
+
+@njit(cache=True)
+def _stop_nodes(table: np.ndarray, root: np.ndarray, codes: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
+    # out[node] = False for the node of each word codes[offsets[k]:offsets[k + 1]] that the trie has
+    for k in range(len(offsets) - 1):
+        node = 0
+        for i in range(offsets[k], offsets[k + 1]):
+            node = child(table, root, node, codes[i])
+            if node < 0:
+                break
+        if node > 0:
+            out[node] = False
 
 
 @cache
 def word_tables() -> WordTables:
     from stream.text.segment import char_classes
 
-    stop = np.array(sorted({hash_token(word) for word in STOPWORDS}), dtype=np.uint64)
-    return WordTables(jieba_trie(), stop, char_classes())
+    trie = jieba_trie()
+    words = sorted(STOPWORDS)
+    offsets = np.cumsum([0, *map(len, words)])
+    feature = trie.alnum.copy()
+    _stop_nodes(trie.table, trie.root, code_points("".join(words)), offsets, feature)
+    stop = np.array(sorted({hash_token(word) for word in words}), dtype=np.uint64)
+    return WordTables(trie, feature, stop, char_classes())
 
 
 @njit(cache=True, inline="always")
@@ -69,8 +88,8 @@ def _other_hash(codes: np.ndarray, start: int, end: int, scratch: np.ndarray) ->
 
 
 @njit(cache=True)
-def word_simhash(codes: np.ndarray, classes: np.ndarray, keys: np.ndarray, children: np.ndarray, word: np.ndarray,
-                 log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray, node_alnum: np.ndarray,
+def word_simhash(codes: np.ndarray, classes: np.ndarray, table: np.ndarray, root: np.ndarray, word: np.ndarray,
+                 log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray, node_feature: np.ndarray,
                  stop: np.ndarray, binary: bool) -> tuple[int, np.uint64]:
     """(distinct features, SimHash) of the text's tokens under ``tf`` (or ``binary``)."""
     starts, ends, han = token_spans(codes, classes)
@@ -93,17 +112,18 @@ def word_simhash(codes: np.ndarray, classes: np.ndarray, keys: np.ndarray, child
             if h != 0 and not _is_stop(h, stop):
                 _count(table_keys, table_counts, h)
             continue
-        route(codes, a, b, keys, children, word, log_freq, log_total, score, best_end, best_node)
+        route(codes, a, b, table, root, word, log_freq, log_total, score, best_end, best_node)
         i = 0
         while i < b - a:
             j = best_end[i]
             node = best_node[i]
             if node >= 0:
-                h, alnum = node_hashes[node], node_alnum[node]
-            else:  # one character the dictionary does not know
-                h, alnum = _other_hash(codes, a + i, a + j, scratch), (classes[codes[a + i]] & ALNUM) != 0
-            if alnum and h != 0 and not _is_stop(h, stop):
-                _count(table_keys, table_counts, h)
+                if node_feature[node] and node_hashes[node] != 0:
+                    _count(table_keys, table_counts, node_hashes[node])
+            elif classes[codes[a + i]] & ALNUM:  # one character the dictionary does not know
+                h = _other_hash(codes, a + i, a + j, scratch)
+                if h != 0 and not _is_stop(h, stop):
+                    _count(table_keys, table_counts, h)
             i = j
     votes = np.zeros(64, dtype=np.int64)
     n = 0
@@ -131,6 +151,6 @@ def compiled_word_simhash(codes: np.ndarray, scheme: str) -> tuple[int, int]:
     ``code_points(text)``, ``scheme`` in ``tf``/``binary``."""
     tables = word_tables()
     trie = tables.trie
-    n, sim = word_simhash(codes, tables.classes, trie.keys, trie.children, trie.word, trie.log_freq,
-                          trie.log_total, trie.hashes, trie.alnum, tables.stop_hashes, scheme == "binary")
+    n, sim = word_simhash(codes, tables.classes, trie.table, trie.root, trie.word, trie.log_freq,
+                          trie.log_total, trie.hashes, tables.feature, tables.stop_hashes, scheme == "binary")
     return int(n), int(sim)

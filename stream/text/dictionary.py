@@ -28,13 +28,14 @@ from numba import njit
 
 from stream.text.tables import cached_arrays
 
-_CHAR_BITS = 21  # a code point fits; a transition key is (parent node << 21) | code point, never 0
-_EMPTY_KEY = np.uint64(0)
+_BITS = 21  # a code point and a node id each fit: an entry is (parent << 42) | (char << 21) | child
+_LOW = np.uint64((1 << _BITS) - 1)
+ROOT_LIMIT = 0x30000  # the root's children below this code point are looked up directly
 
 
 class Trie(NamedTuple):
-    keys: np.ndarray  # uint64 open-addressing table of transitions, 0 = free
-    children: np.ndarray  # int32: the node a transition leads to
+    table: np.ndarray  # uint64 open-addressing table of packed transitions, 0 = free
+    root: np.ndarray  # int32 per code point below ROOT_LIMIT: the root's child, -1 = none
     word: np.ndarray  # bool per node: a dictionary word (frequency > 0)
     log_freq: np.ndarray  # float64 per node: math.log(freq) (0.0 for prefixes: jieba's "or 1")
     hashes: np.ndarray  # uint64 per node: mmh3 64-bit hash of its string (stream.fingerprint.hashing)
@@ -74,35 +75,38 @@ def _table_size(count: int) -> int:
     return size
 
 
-@njit(cache=True)
-def _fill(keys: np.ndarray, children: np.ndarray, parents: np.ndarray, chars: np.ndarray) -> None:
-    mask = np.uint64(len(keys) - 1)
-    for node in range(1, len(parents)):
-        key = (np.uint64(parents[node]) << np.uint64(_CHAR_BITS)) | np.uint64(chars[node])
-        slot = _slot(key, mask)
-        while keys[slot] != _EMPTY_KEY:
-            slot = (slot + np.uint64(1)) & mask
-        keys[slot] = key
-        children[slot] = node
-
-
 @njit(cache=True, inline="always")
 def _slot(key: np.uint64, mask: np.uint64) -> np.uint64:
     return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
 
 
+@njit(cache=True)
+def _fill(table: np.ndarray, root: np.ndarray, parents: np.ndarray, chars: np.ndarray) -> None:
+    mask = np.uint64(len(table) - 1)
+    for node in range(1, len(parents)):
+        key = (np.uint64(parents[node]) << np.uint64(_BITS)) | np.uint64(chars[node])
+        slot = _slot(key, mask)
+        while table[slot] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot] = (key << np.uint64(_BITS)) | np.uint64(node)
+        if parents[node] == 0 and chars[node] < ROOT_LIMIT:
+            root[chars[node]] = node
+
+
 @njit(cache=True, inline="always")
-def child(keys: np.ndarray, children: np.ndarray, node: int, c: int) -> int:
+def child(table: np.ndarray, root: np.ndarray, node: int, c: int) -> int:
     """The node after ``node`` on code point ``c``, or -1."""
-    key = (np.uint64(node) << np.uint64(_CHAR_BITS)) | np.uint64(c)
-    mask = np.uint64(len(keys) - 1)
+    if node == 0 and c < ROOT_LIMIT:
+        return root[c]
+    key = (np.uint64(node) << np.uint64(_BITS)) | np.uint64(c)
+    mask = np.uint64(len(table) - 1)
     slot = _slot(key, mask)
     while True:
-        k = keys[slot]
-        if k == key:
-            return children[slot]
-        if k == _EMPTY_KEY:
+        entry = table[slot]
+        if entry == 0:
             return -1
+        if entry >> np.uint64(_BITS) == key:
+            return int(entry & _LOW)
         slot = (slot + np.uint64(1)) & mask
 
 
@@ -125,11 +129,12 @@ def _build(path: Path) -> tuple[np.ndarray, ...]:
         log_freq[n] = math.log(value) if value else 0.0
         hashes[n] = mmh3.hash64(entry, signed=False)[0]
         alnum[n] = any(ch.isalnum() for ch in entry)
-    size = _table_size(count)
-    keys = np.zeros(size, dtype=np.uint64)
-    children = np.zeros(size, dtype=np.int32)
-    _fill(keys, children, parents, chars)
-    return keys, children, word, log_freq, hashes, alnum, np.array([math.log(total)])
+    if count >= 1 << _BITS:
+        raise ValueError(f"{count} dictionary entries: more than the trie's {1 << _BITS}")
+    table = np.zeros(_table_size(count), dtype=np.uint64)
+    root = np.full(ROOT_LIMIT, -1, dtype=np.int32)
+    _fill(table, root, parents, chars)
+    return table, root, word, log_freq, hashes, alnum, np.array([math.log(total)])
 
 
 @cache
@@ -137,13 +142,13 @@ def jieba_trie() -> Trie:
     """jieba's default dictionary as a ``Trie`` (built once per dict.txt, then loaded from disk)."""
     path = dictionary_path()
     stat = path.stat()
-    name = f"jieba-trie-v1-{stat.st_size}-{stat.st_mtime_ns}"
-    keys, children, word, log_freq, hashes, alnum, log_total = cached_arrays(name, lambda: _build(path))
-    return Trie(keys, children, word, log_freq, hashes, alnum, float(log_total[0]))
+    name = f"jieba-trie-v2-{stat.st_size}-{stat.st_mtime_ns}"
+    table, root, word, log_freq, hashes, alnum, log_total = cached_arrays(name, lambda: _build(path))
+    return Trie(table, root, word, log_freq, hashes, alnum, float(log_total[0]))
 
 
 @njit(cache=True)
-def route(codes: np.ndarray, start: int, end: int, keys: np.ndarray, children: np.ndarray, word: np.ndarray,
+def route(codes: np.ndarray, start: int, end: int, table: np.ndarray, root: np.ndarray, word: np.ndarray,
           log_freq: np.ndarray, log_total: float, score: np.ndarray, ends: np.ndarray, nodes: np.ndarray) -> None:
     """jieba's ``calc`` over ``codes[start:end]`` (one Han run): for each position i (relative),
     ``ends[i]`` is where its best word ends (exclusive, relative) and ``nodes[i]`` that word's trie
@@ -155,7 +160,7 @@ def route(codes: np.ndarray, start: int, end: int, keys: np.ndarray, children: n
         node = 0
         j = i
         while j < n:  # get_DAG: extend while the fragment is a word or a prefix of one
-            node = child(keys, children, node, codes[start + j])
+            node = child(table, root, node, codes[start + j])
             if node < 0:
                 break
             if word[node]:
@@ -166,21 +171,21 @@ def route(codes: np.ndarray, start: int, end: int, keys: np.ndarray, children: n
         if best_end < 0:  # no word starts here: the single character, frequency "or 1"
             best = 0.0 - log_total + score[i + 1]
             best_end = i + 1
-            best_node = child(keys, children, 0, codes[start + i])
+            best_node = child(table, root, 0, codes[start + i])
         score[i] = best
         ends[i] = best_end
         nodes[i] = best_node
 
 
 @njit(cache=True)
-def _cut_run(codes: np.ndarray, keys: np.ndarray, children: np.ndarray, word: np.ndarray, log_freq: np.ndarray,
+def _cut_run(codes: np.ndarray, table: np.ndarray, root: np.ndarray, word: np.ndarray, log_freq: np.ndarray,
              log_total: float) -> np.ndarray:
     # the word ends of one run, in order
     n = len(codes)
     score = np.empty(n + 1)
     ends = np.empty(n, dtype=np.int64)
     nodes = np.empty(n, dtype=np.int64)
-    route(codes, 0, n, keys, children, word, log_freq, log_total, score, ends, nodes)
+    route(codes, 0, n, table, root, word, log_freq, log_total, score, ends, nodes)
     out = np.empty(n, dtype=np.int64)
     k, i = 0, 0
     while i < n:
@@ -195,7 +200,7 @@ def cut_han_run(run: str) -> list[str]:
     from stream.text.segment import code_points
 
     trie = jieba_trie()
-    bounds = _cut_run(code_points(run), trie.keys, trie.children, trie.word, trie.log_freq, trie.log_total)
+    bounds = _cut_run(code_points(run), trie.table, trie.root, trie.word, trie.log_freq, trie.log_total)
     words, start = [], 0
     for stop in bounds.tolist():
         words.append(run[start:stop])

@@ -30,7 +30,7 @@ from functools import cache
 import numpy as np
 from numba import njit
 
-from stream.text.segment import code_points, decode_code_points, is_space
+from stream.text.segment import ALNUM, code_points, decode_code_points, is_space
 from stream.text.tables import cached_arrays
 
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
@@ -78,6 +78,26 @@ def exact_form(normalized: str) -> str:
     if _MARK in normalized:
         return exact_form_reference(normalized)
     return _WORD_SPACE.sub(_MARK, normalized).replace(" ", "").replace(_MARK, " ")
+
+
+@njit(cache=True)
+def exact_form_into(codes: np.ndarray, classes: np.ndarray, out: np.ndarray) -> int:
+    """``exact_form`` on code points (``segment.char_classes()``), into ``out``; returns the length: a
+    space stays only between two characters that ``_spaced`` accepts (alphanumeric, below U+2E80)."""
+    n, last = 0, len(codes) - 1
+    for i in range(len(codes)):
+        c = codes[i]
+        word_space = 0 < i < last and _is_spaced(codes[i - 1], classes) and _is_spaced(codes[i + 1], classes)
+        if c == 0x20 and not word_space:
+            continue
+        out[n] = c
+        n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _is_spaced(c: int, classes: np.ndarray) -> bool:
+    return c < 0x2E80 and (classes[c] & ALNUM) != 0
 
 
 def normalize_reference(text: str) -> str:
