@@ -36,7 +36,7 @@ class WordTables(NamedTuple):
 def _stop_nodes(table: np.ndarray, root: np.ndarray, codes: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
     # out[node] = False for the node of each word codes[offsets[k]:offsets[k + 1]] that the trie has
     for k in range(len(offsets) - 1):
-        node = 0
+        node = np.int64(0)
         for i in range(offsets[k], offsets[k + 1]):
             node = child(table, root, node, codes[i])
             if node < 0:

@@ -94,19 +94,19 @@ def _fill(table: np.ndarray, root: np.ndarray, parents: np.ndarray, chars: np.nd
 
 
 @njit(cache=True, inline="always")
-def child(table: np.ndarray, root: np.ndarray, node: int, c: int) -> int:
+def child(table: np.ndarray, root: np.ndarray, node: int | np.int64, c: int) -> np.int64:
     """The node after ``node`` on code point ``c``, or -1."""
     if node == 0 and c < ROOT_LIMIT:
-        return root[c]
+        return np.int64(root[c])
     key = (np.uint64(node) << np.uint64(_BITS)) | np.uint64(c)
     mask = np.uint64(len(table) - 1)
     slot = _slot(key, mask)
     while True:
         entry = table[slot]
         if entry == 0:
-            return -1
+            return np.int64(-1)
         if entry >> np.uint64(_BITS) == key:
-            return int(entry & _LOW)
+            return np.int64(entry & _LOW)
         slot = (slot + np.uint64(1)) & mask
 
 
@@ -156,8 +156,8 @@ def route(codes: np.ndarray, start: int, end: int, table: np.ndarray, root: np.n
     n = end - start
     score[n] = 0.0
     for i in range(n - 1, -1, -1):
-        best, best_end, best_node = 0.0, -1, -1
-        node = 0
+        best, best_end, best_node = 0.0, -1, np.int64(-1)
+        node = np.int64(0)
         j = i
         while j < n:  # get_DAG: extend while the fragment is a word or a prefix of one
             node = child(table, root, node, codes[start + j])
