@@ -21,12 +21,11 @@ from stream.fingerprint.features import (
     word_features,
 )
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.fused import content_hash, prefix_bands, shingle_parts
+from stream.fingerprint.fused import document_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
-from stream.fingerprint.words import compiled_word_simhash
 from stream.text.html import extract, looks_like_html
 from stream.text.normalize import normalize
 from stream.text.segment import Segmenter, code_points
@@ -85,11 +84,8 @@ class Fingerprinter:
         title = normalize(title)
         return (content or title), title
 
-    def _simhash(self, content: str, title: str, doc: Document, codes: np.ndarray) -> int:
-        if self.compiled_words and not doc.fields:
-            n, sim = compiled_word_simhash(codes, self.config.weighting)
-            if n >= self.config.short_text_features:
-                return sim
+    def _simhash(self, content: str, title: str, doc: Document) -> int:
+        """The word SimHash by the general path: token lists, weights, the vote (short texts too)."""
         pos = None
         if self.config.pos_tags:
             tagged = self.segmenter.cut_pos(content)
@@ -139,15 +135,21 @@ class Fingerprinter:
                                self.schema, self.spec, side, empty=True)
         cfg = self.config
         by_shingles = cfg.simhash_features == "shingles"
-        # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
+        # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote, the prefix
+        # bands, the content hash and (the default settings) the word SimHash
         codes = code_points(content)
-        parts = shingle_parts(codes, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
-                              bands=cfg.bands, rows=cfg.rows, vote=by_shingles)
-        bands = parts.bands
-        if cfg.prefix_bands and parts.bands:
-            bands = bands + prefix_bands(codes[: cfg.prefix_chars], content[: cfg.prefix_chars], char_n=cfg.char_n,
-                                         word_n=cfg.word_n, share=cfg.cjk_share, bands=cfg.prefix_bands,
-                                         rows=cfg.prefix_rows)
+        words = cfg.weighting if self.compiled_words and not doc.fields and not by_shingles else None
+        found = document_parts(codes, content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
+                               bands=cfg.bands, rows=cfg.rows, vote=by_shingles, prefix_chars=cfg.prefix_chars,
+                               prefix_count=cfg.prefix_bands, prefix_rows=cfg.prefix_rows, words=words)
+        parts = found.shingles
+        bands = parts.bands + found.prefix if found.prefix else parts.bands
+        if by_shingles:
+            simhash = parts.simhash
+        elif found.words is not None and found.words[0] >= cfg.short_text_features:
+            simhash = found.words[1]
+        else:
+            simhash = self._simhash(content, title, doc)
         short = None
         if cfg.short_text_chars and len(compact := content.replace(" ", "")) <= cfg.short_text_chars:
             # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams
@@ -155,8 +157,8 @@ class Fingerprinter:
             short = make_sketch(np.unique(char_ngram_hashes(compact, 3)), SHORT_SPEC)
         return Fingerprint(
             doc_id=doc.id,
-            simhash=parts.simhash if by_shingles else self._simhash(content, title, doc, codes),
-            content_hash=content_hash(codes),
+            simhash=simhash,
+            content_hash=found.content_hash,
             sketch=parts.sketch,
             bands=bands,
             schema=self.schema,

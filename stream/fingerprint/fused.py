@@ -15,7 +15,7 @@ after changing one, delete ``stream/**/__pycache__/*.nb[ic]``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -25,6 +25,7 @@ from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, murmur3
 from stream.fingerprint.minhash import _oph
 from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text, shingle_hashes
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
+from stream.fingerprint.words import compiled_word_simhash, word_simhash, word_tables
 from stream.text.normalize import exact_form_into
 from stream.text.segment import char_classes, code_points, decode_code_points, is_space
 
@@ -174,3 +175,71 @@ def shingle_parts(text: str | np.ndarray, spec: SketchSpec, *, char_n: int = 5, 
     sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
     return ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
 
+
+
+class DocumentParts(NamedTuple):
+    shingles: ShingleParts
+    prefix: list[tuple[int, int]] | None  # None: not computed (no bands) or the prefix is word-shingled
+    content_hash: bytes
+    words: tuple[int, int] | None  # (features, SimHash) of the compiled word path, when asked for
+
+
+@njit(cache=True)
+def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
+              bins: int, bits: int, bands: int, rows: int, band_bins: int, vote: bool, prefix_chars: int,
+              prefix_bins: int, prefix_count: int, prefix_rows: int, words: bool, table: np.ndarray,
+              root: np.ndarray, word: np.ndarray, log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray,
+              node_feature: np.ndarray, stop: np.ndarray, binary: bool) -> tuple[Any, ...]:
+    # _parts + _prefix_bands + _content_hash + word_simhash in one call (one dispatch, one cached kernel)
+    parts = _parts(codes, np.empty(0, dtype=np.uint64), share, char_n, word_n, budget, bins, bits, bands, rows,
+                   band_bins, vote)
+    status = 0
+    z = np.empty(0, dtype=np.uint64)
+    pv, pe = z, z
+    if parts[0] > 0 and bands > 0 and prefix_count > 0:
+        status, pv, pe = _prefix_bands(codes[:prefix_chars], share, char_n, prefix_bins, prefix_count, prefix_rows)
+    h1, h2 = _content_hash(codes, classes)
+    n_words, sim_words = 0, np.uint64(0)
+    if words and parts[0] != _NEED_WORDS:
+        n_words, sim_words = word_simhash(codes, classes, table, root, word, log_freq, log_total, node_hashes,
+                                          node_feature, stop, binary)
+    return parts, status, pv, pe, h1, h2, n_words, sim_words
+
+
+def document_parts(codes: np.ndarray, text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
+                   share: float = CJK_SHARE, bands: int = 16, rows: int = 5, vote: bool = False,
+                   prefix_chars: int = 400, prefix_count: int = 8, prefix_rows: int = 5, words: str | None = None
+                   ) -> DocumentParts:
+    """``shingle_parts``, ``prefix_bands`` (over ``codes[:prefix_chars]``, when there are bands),
+    ``content_hash`` and (``words``: "tf" or "binary") ``compiled_word_simhash`` of a normalized text
+    (``codes = code_points(text)``) in one compiled call; the separate calls for word-shingled text."""
+    if not len(codes):
+        raise ValueError("document_parts needs a non-empty text")
+    band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
+    prefix_bins = 1 << (prefix_count * (prefix_rows + EXTENSION_ROWS) - 1).bit_length() if prefix_count else 1
+    tables = word_tables()
+    trie = tables.trie
+    out = _document(codes, tables.classes, float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands,
+                    rows, band_bins, vote, prefix_chars, prefix_bins, prefix_count, prefix_rows, words is not None,
+                    trie.table, trie.root, trie.word, trie.log_freq, trie.log_total, trie.hashes, tables.feature,
+                    tables.stop_hashes, words == "binary")
+    (size, kind, exact, bbit, values, ext, sim), status, pv, pe, h1, h2, n_words, sim_words = out
+    if size == _NEED_WORDS:  # word-shingled text: the separate calls
+        shingles = shingle_parts(text, spec, char_n=char_n, word_n=word_n, share=share, bands=bands, rows=rows,
+                                 vote=vote)
+        prefix = None
+        if shingles.bands and prefix_count:
+            prefix = prefix_bands(codes[:prefix_chars], text[:prefix_chars], char_n=char_n, word_n=word_n,
+                                  share=share, bands=prefix_count, rows=prefix_rows)
+        found = compiled_word_simhash(codes, words) if words is not None else None
+        return DocumentParts(shingles, prefix, content_hash(codes), found)
+    sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
+    shingles = ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
+    prefix = None
+    if status == _NEED_WORDS:
+        prefix = prefix_bands(codes[:prefix_chars], text[:prefix_chars], char_n=char_n, word_n=word_n, share=share,
+                              bands=prefix_count, rows=prefix_rows)
+    elif status:
+        prefix = list(zip(pv.tolist(), pe.tolist(), strict=True))
+    chash = int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little")
+    return DocumentParts(shingles, prefix, chash, (int(n_words), int(sim_words)) if words is not None else None)

@@ -105,3 +105,22 @@ def test_content_hash_and_prefix_bands_equal_the_separate_functions(text: str) -
     assert content_hash(codes) == mmh3.hash_bytes(exact_form(text).encode())
     head = text[:400]
     assert prefix_bands(codes[:400], head) == lsh_bands(shingle_hashes(head), 8, 5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1 中文字的了 .,é\n")), min_size=1, max_size=600),
+       st.sampled_from([None, "tf", "binary"]), st.booleans())
+def test_document_parts_equal_the_separate_calls(text: str, words: str | None, vote: bool) -> None:
+    from stream.fingerprint.fused import document_parts
+    from stream.fingerprint.words import compiled_word_simhash
+
+    codes = code_points(text)
+    found = document_parts(codes, text, SketchSpec(), vote=vote, words=words)
+    alone = shingle_parts(text, SketchSpec(), vote=vote)
+    assert found.shingles.bands == alone.bands
+    assert (found.shingles.size, found.shingles.simhash) == (alone.size, alone.simhash)
+    assert np.array_equal(found.shingles.sketch.data, alone.sketch.data)
+    assert found.content_hash == content_hash(codes)
+    expected_prefix = prefix_bands(codes[:400], text[:400]) if alone.bands else None
+    assert (found.prefix or None) == (expected_prefix or None)
+    assert found.words == (compiled_word_simhash(codes, words) if words else None)
