@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from stream.fingerprint.hashing import hash_token, murmur3_128, utf8_into
+from stream.fingerprint.simhash import add_vote, sign_bits
 from stream.text.dictionary import Trie, child, jieba_trie, route
 from stream.text.segment import ALNUM, code_points, token_spans
 from stream.text.stopwords import STOPWORDS
@@ -132,18 +133,8 @@ def word_simhash(codes: np.ndarray, classes: np.ndarray, table: np.ndarray, root
         if c == 0:
             continue
         n += 1
-        h = table_keys[s]
-        w = 1 if binary else c
-        for bit in range(64):
-            if (h >> np.uint64(bit)) & np.uint64(1):
-                votes[bit] += w
-            else:
-                votes[bit] -= w
-    out = np.uint64(0)
-    for bit in range(64):
-        if votes[bit] > 0:
-            out |= np.uint64(1) << np.uint64(bit)
-    return n, out
+        add_vote(votes, table_keys[s], 1 if binary else c)  # integer votes: count_and_vote's
+    return n, sign_bits(votes)
 
 
 def compiled_word_simhash(codes: np.ndarray, scheme: str) -> tuple[int, int]:
