@@ -23,13 +23,15 @@ def _cache_dir() -> Path:
 
 
 def cached_arrays(name: str, build: Callable[[], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-    """``build()``'s arrays, loaded from the cache when saved by an earlier process. ``name`` must
-    change whenever what ``build`` computes does (the Unicode version is added here)."""
+    """``build()``'s arrays, loaded (read-only) from the cache when saved by an earlier process.
+    ``name`` must change whenever what ``build`` computes does (the Unicode version is added here)."""
     stem = f"{name}-unicode{unicodedata.unidata_version}"
     folder = _cache_dir()
     try:
         count = int((folder / f"{stem}.count").read_text())
-        return tuple(np.load(folder / f"{stem}.{i}.npy") for i in range(count))
+        # memory-mapped, read-only: a start reads only the pages its documents touch (the
+        # dictionary's arrays are ~26 MB)
+        return tuple(np.load(folder / f"{stem}.{i}.npy", mmap_mode="r") for i in range(count))
     except (OSError, ValueError):
         pass
     arrays = build()
