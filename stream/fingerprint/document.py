@@ -140,8 +140,11 @@ def _check_unicode(value: Any, where: str) -> None:
 
 def parse_document(obj: Any) -> Document:
     """Validate a decoded JSON value (or raw JSON bytes/str) into a Document."""
+    checked = False  # whether every string is known to be valid Unicode already
     if isinstance(obj, bytes):
         obj = decode_utf8(obj)
+        # strict UTF-8 holds no surrogate: only a \uD800-\uDFFF escape can make a lone one
+        checked = "\\ud" not in obj and "\\uD" not in obj
     if isinstance(obj, str):
         try:
             obj = json.loads(obj)
@@ -151,7 +154,8 @@ def parse_document(obj: Any) -> Document:
             raise DocumentError(f"not valid JSON: {exc}", code="not_json") from None
     if not isinstance(obj, dict):
         raise DocumentError(f"a document must be a JSON object, got {_type_name(obj)}", code="not_object")
-    _check_unicode(obj, "")
+    if not checked:
+        _check_unicode(obj, "")
     doc_id = _parse_id(obj)
     op = obj.get("op", UPSERT)
     if op not in (UPSERT, DELETE):

@@ -38,7 +38,8 @@ class Fingerprint:
         flags = int(self.empty)
         parts = [_HEAD.pack(b"F1", flags, self.simhash, self.content_hash, self.spec.budget, self.spec.bits,
                             len(self.bands))]
-        parts += [struct.pack("<QQ", v, e) for v, e in self.bands]
+        flat = [x for band in self.bands for x in band]
+        parts.append(struct.pack(f"<{len(flat)}Q", *flat))  # one call, as from_bytes reads them
         for text in (self.schema, self.doc_id):
             raw = text.encode()
             parts.append(struct.pack("<H", len(raw)) + raw)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import mmh3
 import numpy as np
 
-from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.document import Document
 from stream.fingerprint.features import (
     COUNT_WEIGHTINGS,
@@ -23,14 +21,15 @@ from stream.fingerprint.features import (
     word_features,
 )
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.fused import shingle_parts
+from stream.fingerprint.fused import document_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import EXACT, SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
 from stream.text.html import extract, looks_like_html
-from stream.text.normalize import exact_form, normalize
+from stream.text.normalize import normalize
+from stream.text.segment import Segmenter, code_points
 
 
 class Fingerprinter:
@@ -39,16 +38,32 @@ class Fingerprinter:
     def __init__(self, config: FingerprintConfig | None = None, idf_path: str | None = None) -> None:
         """``idf_path``: where a stream-learned IDF table (``config.idf == "stream"``) is kept."""
         from stream.text.idf import StreamingIdf, jieba_idf
-        from stream.text.segment import get_segmenter
+        from stream.text.segment import SETTINGS
 
         self.config = config or FingerprintConfig()
         self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
-        self.segmenter = get_segmenter(self.config.segmenter)
+        self._segmenter: Segmenter | None = None
+        if self.config.segmenter != "auto":
+            self._segmenter = self.segmenter  # an explicit backend that is not installed fails here
         self.stream_idf = StreamingIdf(idf_path) if self.config.idf == "stream" else None
         self.idf: Any = self.stream_idf
         if self.idf is None and self.config.weighting in ("tfidf", "tfidf_len", "pos_weighted"):
             self.idf = jieba_idf()
-        self.schema = self.config.schema_id(self.segmenter.settings)
+        # the default path: a count weighting's SimHash in one compiled pass (stream.fingerprint.words),
+        # jieba's tokens without a segmenter object (every backend gives them: segment.SETTINGS)
+        cfg = self.config
+        self.compiled_words = (cfg.segmenter == "auto" and cfg.weighting in COUNT_WEIGHTINGS and not cfg.pos_tags
+                               and self.stream_idf is None)
+        self.schema = cfg.schema_id(SETTINGS)
+
+    @property
+    def segmenter(self) -> Segmenter:
+        """The configured backend, loaded on first use (``auto``'s default path needs none)."""
+        if self._segmenter is None:
+            from stream.text.segment import get_segmenter
+
+            self._segmenter = get_segmenter(self.config.segmenter)
+        return self._segmenter
 
     def save(self) -> None:
         """Persist learned state (the stream IDF table), if any."""
@@ -71,6 +86,7 @@ class Fingerprinter:
         return (content or title), title
 
     def _simhash(self, content: str, title: str, doc: Document) -> int:
+        """The word SimHash by the general path: token lists, weights, the vote (short texts too)."""
         pos = None
         if self.config.pos_tags:
             tagged = self.segmenter.cut_pos(content)
@@ -120,18 +136,26 @@ class Fingerprinter:
                                self.schema, self.spec, side, empty=True)
         cfg = self.config
         by_shingles = cfg.simhash_features == "shingles"
-        # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote
-        parts = shingle_parts(content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
-                              bands=cfg.bands, rows=cfg.rows, vote=by_shingles)
+        # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote, the prefix
+        # bands, the content hash and (the default settings) the word SimHash
+        codes = code_points(content)
+        words = cfg.weighting if self.compiled_words and not doc.fields and not by_shingles else None
+        found = document_parts(codes, content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
+                               bands=cfg.bands, rows=cfg.rows, vote=by_shingles, prefix_chars=cfg.prefix_chars,
+                               prefix_count=cfg.prefix_bands, prefix_rows=cfg.prefix_rows, words=words)
+        parts = found.shingles
         sketch = parts.sketch
         if sketch.kind != EXACT and sketch.size <= cfg.sketch_exact_shingles:
             # short enough to keep every shingle (schema.sketch_exact_shingles): exact verification
             exact = shingle_hashes(content, cfg.char_n, cfg.word_n, cfg.cjk_share)
             sketch = make_sketch(exact, self.spec, cfg.sketch_exact_shingles)
-        bands = parts.bands
-        if cfg.prefix_bands and parts.bands:
-            prefix = shingle_hashes(content[: cfg.prefix_chars], cfg.char_n, cfg.word_n, cfg.cjk_share)
-            bands = bands + lsh_bands(prefix, cfg.prefix_bands, cfg.prefix_rows)
+        bands = parts.bands + found.prefix if found.prefix else parts.bands
+        if by_shingles:
+            simhash = parts.simhash
+        elif found.words is not None and found.words[0] >= cfg.short_text_features:
+            simhash = found.words[1]
+        else:
+            simhash = self._simhash(content, title, doc)
         short = None
         if cfg.short_text_chars and len(compact := content.replace(" ", "")) <= cfg.short_text_chars:
             # Short-text safeguard: one changed character removes up to 5 of ~40 five-grams
@@ -139,8 +163,8 @@ class Fingerprinter:
             short = make_sketch(np.unique(char_ngram_hashes(compact, 3)), SHORT_SPEC)
         return Fingerprint(
             doc_id=doc.id,
-            simhash=parts.simhash if by_shingles else self._simhash(content, title, doc),
-            content_hash=mmh3.hash_bytes(exact_form(content).encode()),
+            simhash=simhash,
+            content_hash=found.content_hash,
             sketch=sketch,
             bands=bands,
             schema=self.schema,

@@ -15,17 +15,19 @@ after changing one, delete ``stream/**/__pycache__/*.nb[ic]``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys
-from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, token_hashes
+from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys, lsh_bands
+from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, murmur3_128, token_hashes, utf8_into
 from stream.fingerprint.minhash import _oph
-from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text
+from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text, shingle_hashes
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
-from stream.text.segment import code_points, is_space
+from stream.fingerprint.words import compiled_word_simhash, word_simhash, word_tables
+from stream.text.normalize import exact_form_into
+from stream.text.segment import char_classes, code_points, decode_code_points, is_space
 
 _NO_WORDS = np.empty(0, dtype=np.uint64)
 _NEED_WORDS = -1  # status: the text is not CJK-dominant; call again with its word hashes
@@ -117,15 +119,127 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int
     return size, kind, exact, bbit, values, ext, sim
 
 
-def shingle_parts(text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
-                  bands: int = 16, rows: int = 5, vote: bool = False) -> ShingleParts:
-    """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``."""
+@njit(cache=True)
+def _prefix_bands(codes: np.ndarray, share: float, char_n: int, bins: int, bands: int, rows: int
+                  ) -> tuple[int, np.ndarray, np.ndarray]:
+    # lsh_bands(shingle_hashes(text[:len(codes)])) when the prefix is shingled by characters:
+    # (1, values, extensions); (_NEED_WORDS, -, -) when it is shingled by words
+    z = np.empty(0, dtype=np.uint64)
+    compact = _compact(codes)
+    if not _is_char_text(compact, share):
+        return _NEED_WORDS, z, z
+    shingles = unique_hashes(_ngrams(_fmix_array(compact, _CODE_SALT), char_n))
+    if len(shingles) == 0:
+        return 1, z, z
+    values, ext = _band_keys(_oph(shingles, bins, np.uint64(_SEED), False), bands, rows)
+    return 1, values, ext
+
+
+def prefix_bands(codes: np.ndarray, text: str, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
+                 bands: int = 8, rows: int = 5) -> list[tuple[int, int]]:
+    """``lsh_bands(shingle_hashes(text), bands, rows)`` for ``codes = code_points(text)``, in one
+    compiled call when the text is shingled by characters."""
+    bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length()
+    status, values, ext = _prefix_bands(codes, float(share), char_n, bins, bands, rows)
+    if status == _NEED_WORDS:
+        return lsh_bands(shingle_hashes(text, char_n, word_n, share), bands, rows)
+    return list(zip(values.tolist(), ext.tolist(), strict=True))
+
+
+@njit(cache=True)
+def _content_hash(codes: np.ndarray, classes: np.ndarray) -> tuple[np.uint64, np.uint64]:
+    exact = np.empty(len(codes), dtype=np.uint32)
+    n = exact_form_into(codes, classes, exact)
+    data = np.empty(4 * n, dtype=np.uint8)
+    return murmur3_128(data, utf8_into(exact, 0, n, data))
+
+
+def content_hash(codes: np.ndarray) -> bytes:
+    """``mmh3.hash_bytes(exact_form(text).encode())`` for ``codes = code_points(text)`` of normalized text."""
+    h1, h2 = _content_hash(codes, char_classes())
+    return int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little")
+
+
+def shingle_parts(text: str | np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
+                  share: float = CJK_SHARE, bands: int = 16, rows: int = 5, vote: bool = False) -> ShingleParts:
+    """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``; ``text``
+    may be given as its ``code_points``."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
     args = (float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands, rows, band_bins, vote)
-    out = _parts(code_points(text), _NO_WORDS, *args)
+    codes = code_points(text) if isinstance(text, str) else text
+    out = _parts(codes, _NO_WORDS, *args)
     if out[0] == _NEED_WORDS:
-        out = _parts(code_points(""), token_hashes(_WORD.findall(text)), *args)
+        words = _WORD.findall(text if isinstance(text, str) else decode_code_points(codes))
+        out = _parts(code_points(""), token_hashes(words), *args)
     size, kind, exact, bbit, values, ext, sim = out
     sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
     return ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
 
+
+
+class DocumentParts(NamedTuple):
+    shingles: ShingleParts
+    prefix: list[tuple[int, int]] | None  # None: not computed (no bands) or the prefix is word-shingled
+    content_hash: bytes
+    words: tuple[int, int] | None  # (features, SimHash) of the compiled word path, when asked for
+
+
+@njit(cache=True)
+def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
+              bins: int, bits: int, bands: int, rows: int, band_bins: int, vote: bool, prefix_chars: int,
+              prefix_bins: int, prefix_count: int, prefix_rows: int, words: bool, table: np.ndarray,
+              root: np.ndarray, word: np.ndarray, log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray,
+              node_feature: np.ndarray, stop: np.ndarray, binary: bool) -> tuple[Any, ...]:
+    # _parts + _prefix_bands + _content_hash + word_simhash in one call (one dispatch, one cached kernel)
+    parts = _parts(codes, np.empty(0, dtype=np.uint64), share, char_n, word_n, budget, bins, bits, bands, rows,
+                   band_bins, vote)
+    status = 0
+    z = np.empty(0, dtype=np.uint64)
+    pv, pe = z, z
+    if parts[0] > 0 and bands > 0 and prefix_count > 0:
+        status, pv, pe = _prefix_bands(codes[:prefix_chars], share, char_n, prefix_bins, prefix_count, prefix_rows)
+    h1, h2 = _content_hash(codes, classes)
+    n_words, sim_words = 0, np.uint64(0)
+    if words and parts[0] != _NEED_WORDS:
+        n_words, sim_words = word_simhash(codes, classes, table, root, word, log_freq, log_total, node_hashes,
+                                          node_feature, stop, binary)
+    return parts, status, pv, pe, h1, h2, n_words, sim_words
+
+
+def document_parts(codes: np.ndarray, text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
+                   share: float = CJK_SHARE, bands: int = 16, rows: int = 5, vote: bool = False,
+                   prefix_chars: int = 400, prefix_count: int = 8, prefix_rows: int = 5, words: str | None = None
+                   ) -> DocumentParts:
+    """``shingle_parts``, ``prefix_bands`` (over ``codes[:prefix_chars]``, when there are bands),
+    ``content_hash`` and (``words``: "tf" or "binary") ``compiled_word_simhash`` of a normalized text
+    (``codes = code_points(text)``) in one compiled call; the separate calls for word-shingled text."""
+    if not len(codes):
+        raise ValueError("document_parts needs a non-empty text")
+    band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
+    prefix_bins = 1 << (prefix_count * (prefix_rows + EXTENSION_ROWS) - 1).bit_length() if prefix_count else 1
+    tables = word_tables()
+    trie = tables.trie
+    out = _document(codes, tables.classes, float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands,
+                    rows, band_bins, vote, prefix_chars, prefix_bins, prefix_count, prefix_rows, words is not None,
+                    trie.table, trie.root, trie.word, trie.log_freq, trie.log_total, trie.hashes, tables.feature,
+                    tables.stop_hashes, words == "binary")
+    (size, kind, exact, bbit, values, ext, sim), status, pv, pe, h1, h2, n_words, sim_words = out
+    if size == _NEED_WORDS:  # word-shingled text: the separate calls
+        shingles = shingle_parts(text, spec, char_n=char_n, word_n=word_n, share=share, bands=bands, rows=rows,
+                                 vote=vote)
+        prefix = None
+        if shingles.bands and prefix_count:
+            prefix = prefix_bands(codes[:prefix_chars], text[:prefix_chars], char_n=char_n, word_n=word_n,
+                                  share=share, bands=prefix_count, rows=prefix_rows)
+        found = compiled_word_simhash(codes, words) if words is not None else None
+        return DocumentParts(shingles, prefix, content_hash(codes), found)
+    sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
+    shingles = ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
+    prefix = None
+    if status == _NEED_WORDS:
+        prefix = prefix_bands(codes[:prefix_chars], text[:prefix_chars], char_n=char_n, word_n=word_n, share=share,
+                              bands=prefix_count, rows=prefix_rows)
+    elif status:
+        prefix = list(zip(pv.tolist(), pe.tolist(), strict=True))
+    chash = int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little")
+    return DocumentParts(shingles, prefix, chash, (int(n_words), int(sim_words)) if words is not None else None)

@@ -117,3 +117,86 @@ def code_ngram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
 
 def char_ngram_hashes(text: str, n: int) -> np.ndarray:
     return code_ngram_hashes(char_codes(text), n)
+
+
+_M1, _M2 = U64(0x87C37B91114253D5), U64(0x4CF5AD432745937F)
+
+
+@njit(cache=True, inline="always")
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(cache=True)
+def utf8_into(codes: np.ndarray, start: int, end: int, out: np.ndarray) -> int:
+    """UTF-8 bytes of ``codes[start:end]`` into ``out`` (4 bytes per code point suffice); returns the length."""
+    n = 0
+    for i in range(start, end):
+        c = codes[i]
+        if c < 0x80:
+            out[n] = c
+            n += 1
+        elif c < 0x800:
+            out[n], out[n + 1] = 0xC0 | (c >> 6), 0x80 | (c & 0x3F)
+            n += 2
+        elif c < 0x10000:
+            out[n], out[n + 1], out[n + 2] = 0xE0 | (c >> 12), 0x80 | ((c >> 6) & 0x3F), 0x80 | (c & 0x3F)
+            n += 3
+        else:
+            out[n], out[n + 1] = 0xF0 | (c >> 18), 0x80 | ((c >> 12) & 0x3F)
+            out[n + 2], out[n + 3] = 0x80 | ((c >> 6) & 0x3F), 0x80 | (c & 0x3F)
+            n += 4
+    return n
+
+
+@njit(cache=True)
+def murmur3_128(data: np.ndarray, length: int) -> tuple[np.uint64, np.uint64]:
+    """MurmurHash3 x64 128 (seed 0) of ``data[:length]`` (uint8): ``mmh3.hash64(bytes, signed=False)``,
+    and ``mmh3.hash_bytes`` as the two halves little-endian."""
+    h1, h2 = U64(0), U64(0)
+    blocks = length // 16
+    for b in range(blocks):
+        k1, k2 = U64(0), U64(0)
+        for j in range(8):
+            k1 |= U64(data[16 * b + j]) << U64(8 * j)
+            k2 |= U64(data[16 * b + 8 + j]) << U64(8 * j)
+        k1 *= _M1
+        k1 = _rotl(k1, 31)
+        k1 *= _M2
+        h1 ^= k1
+        h1 = _rotl(h1, 27)
+        h1 += h2
+        h1 = h1 * U64(5) + U64(0x52DCE729)
+        k2 *= _M2
+        k2 = _rotl(k2, 33)
+        k2 *= _M1
+        h2 ^= k2
+        h2 = _rotl(h2, 31)
+        h2 += h1
+        h2 = h2 * U64(5) + U64(0x38495AB5)
+    tail = 16 * blocks
+    rest = length - tail
+    k1, k2 = U64(0), U64(0)
+    for j in range(rest - 1, 7, -1):
+        k2 ^= U64(data[tail + j]) << U64(8 * (j - 8))
+    if rest > 8:
+        k2 *= _M2
+        k2 = _rotl(k2, 33)
+        k2 *= _M1
+        h2 ^= k2
+    for j in range(min(rest, 8) - 1, -1, -1):
+        k1 ^= U64(data[tail + j]) << U64(8 * j)
+    if rest > 0:
+        k1 *= _M1
+        k1 = _rotl(k1, 31)
+        k1 *= _M2
+        h1 ^= k1
+    h1 ^= U64(length)
+    h2 ^= U64(length)
+    h1 += h2
+    h2 += h1
+    h1 = fmix(h1)
+    h2 = fmix(h2)
+    h1 += h2
+    h2 += h1
+    return h1, h2

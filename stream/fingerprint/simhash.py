@@ -27,13 +27,23 @@ def _vote(hashes: np.ndarray, weights: np.ndarray) -> np.uint64:
     # may sum in another order), and exact for integer weights (tf counts, binary)
     votes = np.zeros(64)
     for i in range(len(hashes)):
-        h = hashes[i]
-        w = weights[i]
-        for bit in range(64):
-            if (h >> np.uint64(bit)) & np.uint64(1):
-                votes[bit] += w
-            else:
-                votes[bit] -= w
+        add_vote(votes, hashes[i], weights[i])
+    return sign_bits(votes)
+
+
+@njit(cache=True, inline="always")
+def add_vote(votes: np.ndarray, h: np.uint64, w: float) -> None:
+    """+w to the bits of ``h`` that are 1, -w to the others."""
+    for bit in range(64):
+        if (h >> np.uint64(bit)) & np.uint64(1):
+            votes[bit] += w
+        else:
+            votes[bit] -= w
+
+
+@njit(cache=True, inline="always")
+def sign_bits(votes: np.ndarray) -> np.uint64:
+    """The fingerprint: bit i is 1 iff votes[i] > 0."""
     out = np.uint64(0)
     for bit in range(64):
         if votes[bit] > 0:

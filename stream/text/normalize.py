@@ -30,7 +30,8 @@ from functools import cache
 import numpy as np
 from numba import njit
 
-from stream.text.segment import code_points, decode_code_points, is_space
+from stream.text.segment import ALNUM, code_points, decode_code_points, is_space
+from stream.text.tables import cached_arrays
 
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 TABLE_LIMIT = 0x30000  # above: every character is its own NFKC and casefold (a test checks)
@@ -79,6 +80,26 @@ def exact_form(normalized: str) -> str:
     return _WORD_SPACE.sub(_MARK, normalized).replace(" ", "").replace(_MARK, " ")
 
 
+@njit(cache=True)
+def exact_form_into(codes: np.ndarray, classes: np.ndarray, out: np.ndarray) -> int:
+    """``exact_form`` on code points (``segment.char_classes()``), into ``out``; returns the length: a
+    space stays only between two characters that ``_spaced`` accepts (alphanumeric, below U+2E80)."""
+    n, last = 0, len(codes) - 1
+    for i in range(len(codes)):
+        c = codes[i]
+        word_space = 0 < i < last and _is_spaced(codes[i - 1], classes) and _is_spaced(codes[i + 1], classes)
+        if c == 0x20 and not word_space:
+            continue
+        out[n] = c
+        n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _is_spaced(c: int, classes: np.ndarray) -> bool:
+    return c < 0x2E80 and (classes[c] & ALNUM) != 0
+
+
 def normalize_reference(text: str) -> str:
     """The rules above, one library call each (what ``normalize`` computes faster)."""
     text = unicodedata.normalize("NFKC", text)  # also full-width -> half-width (rule 2)
@@ -90,7 +111,13 @@ def normalize_reference(text: str) -> str:
 @cache
 def code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(NFKC, casefold, pool) per code point below TABLE_LIMIT: the one character it maps to, or
-    _POOL + where its characters are in ``pool``; built from this Python's unicodedata on first use (~50 ms)."""
+    _POOL + where its characters are in ``pool``; built from this Python's unicodedata once (~100 ms),
+    then loaded from disk (``stream.text.tables``)."""
+    nfkc, fold, pool = cached_arrays("normalize-v1", _build_code_point_tables)
+    return nfkc, fold, pool
+
+
+def _build_code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nfkc = np.arange(TABLE_LIMIT, dtype=np.uint32)
     fold = np.arange(TABLE_LIMIT, dtype=np.uint32)
     pool: list[int] = []

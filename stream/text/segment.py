@@ -36,6 +36,8 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
+from stream.text.tables import cached_arrays
+
 log = logging.getLogger("dedup.text")
 
 # Settings that determine the tokens; recorded in the fingerprint schema. Every backend produces
@@ -49,12 +51,17 @@ _HAN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN_RANGES)
 # group 1: a Han run; group 2: a word of any other script (letters/digits, "_" excluded) with
 # trailing ".digits" groups so "3.11" and "python3.11" stay one token.
 TOKEN_RE = re.compile(rf"([{_HAN}]+)|((?:[^\W_{_HAN}])+(?:\.\d+)*)")
-_WORD_CHAR, _HAN_CHAR, _DIGIT = 1, 2, 4
+_WORD_CHAR, _HAN_CHAR, _DIGIT, ALNUM = 1, 2, 4, 8  # ALNUM: str.isalnum, Han included
 
 
 @cache
-def _char_classes() -> np.ndarray:
-    """Class bits per code point: word character outside Han ([^\\W_]), Han, decimal digit (\\d)."""
+def char_classes() -> np.ndarray:
+    """Class bits per code point: word character outside Han ([^\\W_]), Han, decimal digit (\\d), alphanumeric;
+    built once (~80 ms), then loaded from disk (``stream.text.tables``)."""
+    return cached_arrays("classes-v2", _build_char_classes)[0]
+
+
+def _build_char_classes() -> tuple[np.ndarray]:
     codes = np.arange(0x110000, dtype=np.uint32)
     codes[0xD800:0xE000] = 0x20  # lone surrogates: not encodable as characters, never word characters
     chars = np.frombuffer(codes.tobytes(), dtype="<U1")
@@ -65,7 +72,8 @@ def _char_classes() -> np.ndarray:
     classes = np.where(np.char.isalnum(chars) & ~han, _WORD_CHAR, 0).astype(np.uint8)
     classes[han] |= _HAN_CHAR
     classes[np.char.isdecimal(chars)] |= _DIGIT
-    return classes
+    classes[np.char.isalnum(chars)] |= ALNUM
+    return (classes,)
 
 
 @njit(cache=True)
@@ -161,7 +169,7 @@ def code_points(text: str) -> np.ndarray:
 
 def _spans(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     codes = code_points(text)
-    return (codes, *_token_spans(codes, _char_classes()))
+    return (codes, *_token_spans(codes, char_classes()))
 
 
 def split_runs(text: str) -> tuple[list[str], list[bool]]:
@@ -358,7 +366,7 @@ class RjiebaSegmenter(_RunSegmenter):
     def token_bag(self, text: str) -> list[str]:
         # no merge back into text order: that Python loop over every token cost 50 of 150 us (3 KB);
         # the runs are split and joined in one compiled call (three calls and three arrays: ~8 us more)
-        buf, end, han_end, n_words = _bag_runs(code_points(text), _char_classes())
+        buf, end, han_end, n_words = _bag_runs(code_points(text), char_classes())
         words = decode_code_points(buf[han_end:end]).split("\n") if n_words else []
         if not han_end:
             return words
@@ -416,3 +424,6 @@ def get_segmenter(name: str = "auto") -> Segmenter:
         return factory()
     except ImportError as exc:
         raise ImportError(f"segmenter {name!r} needs the {name} package (pip install {name})") from exc
+
+
+token_spans = _token_spans  # for compiled callers: (starts, ends, is_han) of codes under char_classes()

@@ -39,6 +39,8 @@ def test_event_time_forms() -> None:
         ([1, 2], "JSON object"),
         (b"{not json", "not valid JSON"),
         (b'{"id": "a", "text": "abc \\ud800 def"}', "'text' holds invalid Unicode"),
+        (b'{"id": "a", "text": "ok", "tags": ["\\uDC00"]}', r"'tags\[0\]' holds invalid Unicode"),
+        ('{"id": "a", "text": "x\udfff"}', "'text' holds invalid Unicode"),  # a str: no escape needed
         ({"id": "a", "text": "t", "tags": ["ok", "x\udfff"]}, r"'tags\[1\]' holds invalid Unicode"),
     ],
 )

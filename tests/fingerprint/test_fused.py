@@ -1,5 +1,6 @@
 """The fused kernels equal the separate functions they replace in the Fingerprinter."""
 
+import mmh3
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -7,11 +8,12 @@ from numba import njit
 
 from stream.fingerprint.bands import lsh_bands
 from stream.fingerprint.features import count_and_vote, count_runs, count_simhash, word_features
-from stream.fingerprint.fused import shingle_parts, unique_hashes
+from stream.fingerprint.fused import content_hash, prefix_bands, shingle_parts, unique_hashes
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SketchSpec, make_sketch
-from stream.text.segment import is_space
+from stream.text.normalize import exact_form
+from stream.text.segment import code_points, is_space
 
 # CJK, Latin words, digits, punctuation and every kind of whitespace, so both shingle units,
 # the exact and the b-bit sketch, and the space removal are exercised
@@ -94,3 +96,31 @@ def test_count_simhash_equals_word_features() -> None:
         hashes, weights = word_features(tokens, scheme)
         assert count_simhash(tokens, scheme) == (len(hashes), simhash(hashes, weights))
     assert count_simhash([], "tf") == (0, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1 中文字 .,é\u00df\u2e80\u2e7f\x00\n")), max_size=500))
+def test_content_hash_and_prefix_bands_equal_the_separate_functions(text: str) -> None:
+    codes = code_points(text)
+    assert content_hash(codes) == mmh3.hash_bytes(exact_form(text).encode())
+    head = text[:400]
+    assert prefix_bands(codes[:400], head) == lsh_bands(shingle_hashes(head), 8, 5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1 中文字的了 .,é\n")), min_size=1, max_size=600),
+       st.sampled_from([None, "tf", "binary"]), st.booleans())
+def test_document_parts_equal_the_separate_calls(text: str, words: str | None, vote: bool) -> None:
+    from stream.fingerprint.fused import document_parts
+    from stream.fingerprint.words import compiled_word_simhash
+
+    codes = code_points(text)
+    found = document_parts(codes, text, SketchSpec(), vote=vote, words=words)
+    alone = shingle_parts(text, SketchSpec(), vote=vote)
+    assert found.shingles.bands == alone.bands
+    assert (found.shingles.size, found.shingles.simhash) == (alone.size, alone.simhash)
+    assert np.array_equal(found.shingles.sketch.data, alone.sketch.data)
+    assert found.content_hash == content_hash(codes)
+    expected_prefix = prefix_bands(codes[:400], text[:400]) if alone.bands else None
+    assert (found.prefix or None) == (expected_prefix or None)
+    assert found.words == (compiled_word_simhash(codes, words) if words else None)
