@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from stream.bench.common import pyplot, save_json, stamp
+from stream.bench.common import commit, pyplot, save_json, stamp
 from stream.index import BlockIndex
 
 K, BANDS = 3, 24
@@ -161,6 +161,7 @@ def plot(steps: list[Step], out: Path) -> None:
 def command(size: int, step: int, batch: int, near: float, payload: int, seed: int, work_dir: Path | None,
             out: Path) -> None:
     """Grow one index partition to --size documents: cost, memory, disk and reopen time against N."""
+    code = commit()  # the code that runs: the checkout may move on during a long build
     root = Path(tempfile.mkdtemp(prefix="dedup-scale-", dir=work_dir))
     try:
         steps, reopen_s, reopen_rss = grow(root / "index", size, step, batch, near, payload, seed)
@@ -175,7 +176,7 @@ def command(size: int, step: int, batch: int, near: float, payload: int, seed: i
                f"({summary['last_over_first']:.2f}x); peak RSS {summary['peak_rss_mib']:.0f} MiB; "
                f"reopen + first query {reopen_s:.2f} s; disk {disk:.0f} B/doc")
     params = {"size": size, "step": step, "batch": batch, "near": near, "payload": payload, "seed": seed,
-              "k": K, "bands": BANDS}
+              "k": K, "bands": BANDS, "code_commit": code}
     target = save_json(str(out), "scale", {"params": params, "summary": summary,
                                            "steps": [asdict(s) for s in steps]})
     plot(steps, out / "scale.png")
