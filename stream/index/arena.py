@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stream.index.kernels import chain_append, chain_collect, chain_compact, chain_push, chain_within
+from stream.index.kernels import chain_append, chain_collect, chain_gather, chain_push, chain_relink, chain_within
 
 
 class RootArena:
@@ -150,8 +150,13 @@ class RootArena:
         return len(self._next)
 
     def _compact(self, need: int) -> None:
+        """Every chain into one run of slots: the entries into a new pool, then the links rewritten in
+        place, so the copy held beside the pools is 8 bytes per entry, not 12 (at 40M entries the
+        difference is 160 MB of peak memory)."""
         self.compactions += 1
-        capacity = max(len(self._next), 2 * need)
-        pools = np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.uint64)
-        self.top = self.laid_out = chain_compact(self.head, self.length, self._next, self._entries, *pools)
-        self._next, self._entries = pools
+        entries = np.empty(max(len(self._next), 2 * need), dtype=np.uint64)
+        self.top = self.laid_out = chain_gather(self.head, self.length, self._next, self._entries, entries)
+        self._entries = entries
+        if len(self._next) < len(entries):
+            self._next = np.resize(self._next, len(entries))
+        chain_relink(self.head, self.length, self._next)

@@ -231,8 +231,10 @@ def chain_collect(head, nxt, entries, t, b, out_handles, out_fps, positions, cou
 
 
 @njit(cache=True)
-def chain_compact(head, length, nxt, entries, new_nxt, new_entries):  # type: ignore[no-untyped-def]
-    """Every chain copied into the new pools, each in one run of slots (order kept); returns the new top."""
+def chain_gather(head, length, nxt, entries, new_entries):  # type: ignore[no-untyped-def]
+    """Every chain's entries copied into ``new_entries``, each chain in one run of slots, oldest
+    first; ``head`` then names each run's last slot (``chain_relink`` writes the links). Returns the
+    new top."""
     tables, width = head.shape
     top = 0
     for t in range(tables):
@@ -241,12 +243,26 @@ def chain_compact(head, length, nxt, entries, new_nxt, new_entries):  # type: ig
             if e < 0:
                 continue
             n = length[t, b]
-            j = top + n - 1  # the newest entry goes last, linked down to the oldest
+            j = top + n - 1  # the newest entry goes last
             while e >= 0:
                 new_entries[j] = entries[e]
-                new_nxt[j] = j - 1 if j > top else -1
                 j -= 1
                 e = nxt[e]
             head[t, b] = top + n - 1
             top += n
     return top
+
+
+@njit(cache=True)
+def chain_relink(head, length, nxt):  # type: ignore[no-untyped-def]
+    """The links of chains laid out by ``chain_gather``: each slot to the one before it in its run."""
+    tables, width = head.shape
+    for t in range(tables):
+        for b in range(width):
+            last = head[t, b]
+            if last < 0:
+                continue
+            first = last - length[t, b] + 1
+            nxt[first] = -1
+            for j in range(first + 1, last + 1):
+                nxt[j] = j - 1

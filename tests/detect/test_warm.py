@@ -10,7 +10,7 @@ from stream.detect import Detector, warm_up
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, bandmap, kernels
 
-names = ["chain_within", "chain_append", "chain_collect", "chain_push", "chain_compact", "bucket_growth",
+names = ["chain_within", "chain_append", "chain_collect", "chain_push", "chain_gather", "chain_relink", "bucket_growth",
          "pairs_within", "within"]
 band_names = ["_find_add", "_rehash", "_remove"]
 compiled = lambda: {name for name in names if getattr(kernels, name).signatures} | {
