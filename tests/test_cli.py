@@ -105,3 +105,10 @@ def test_help_lists_exit_codes_and_every_option_is_explained() -> None:
                     assert param.help, f"{path} {name}: {param.opts} has no help"
 
     walk(main, "dedup")
+
+
+def test_bad_security_settings_exit_3_naming_the_setting(docs: Path) -> None:
+    for args in (("worker",), ("publish", str(docs))):
+        one_line_error(dedup(*args, env={"DEDUP_SECURITY_PROTOCOL": "SASL_SSSL"}), 3,
+                       "DEDUP_SECURITY_PROTOCOL", "SASL_SSSL")
+    one_line_error(dedup("worker", env={"DEDUP_SECURITY_PROTOCOL": "sasl_plaintext"}), 3, "DEDUP_SASL_USERNAME")

@@ -1,7 +1,7 @@
 """Worker settings: defaults < config file (YAML) < environment (DEDUP_*) < command-line options.
 
-Kafka security (SASL/SSL) is passed through to both clients we use: Faust/aiokafka (worker) and
-confluent-kafka (publish, verdicts, topology).
+Kafka security (SASL/SSL) is checked once (``security.Security``) and given alike to both clients we
+use: Faust/aiokafka (worker) and confluent-kafka (publish, verdicts, topology).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from stream.durations import parse_duration
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig
 from stream.fingerprint.schema import SIMHASH_FEATURES
+from stream.service.security import Security
 from topology import Topology, load_topology
 
 ENV_PREFIX = "DEDUP_"
@@ -27,52 +28,6 @@ _CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS, "on_broker_data_
             "segmenter": ("auto", "rjieba", "jieba"), "simhash_features": SIMHASH_FEATURES,
             "weighting": ("tf", "binary", "tfidf", "tfidf_len", "pos_weighted")}
 _NONE = object()  # a setting explicitly set to none (retention: none), as opposed to not given
-
-
-@dataclass(frozen=True)
-class Security:
-    protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
-    sasl_mechanism: str | None = None  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
-    sasl_username: str | None = None
-    sasl_password: str | None = None
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-
-    def confluent(self) -> dict[str, Any]:
-        conf: dict[str, Any] = {"security.protocol": self.protocol}
-        optional = {
-            "sasl.mechanism": self.sasl_mechanism,
-            "sasl.username": self.sasl_username,
-            "sasl.password": self.sasl_password,
-            "ssl.ca.location": self.ssl_cafile,
-            "ssl.certificate.location": self.ssl_certfile,
-            "ssl.key.location": self.ssl_keyfile,
-        }
-        conf.update({k: v for k, v in optional.items() if v})
-        return conf
-
-    def faust(self) -> Any:
-        """A faust credentials object, or None for PLAINTEXT."""
-        if self.protocol == "PLAINTEXT":
-            return None
-        import ssl
-
-        import faust
-
-        context = None
-        if "SSL" in self.protocol:
-            context = ssl.create_default_context(cafile=self.ssl_cafile)
-            if self.ssl_certfile:
-                context.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
-        if "SASL" in self.protocol:
-            return faust.SASLCredentials(
-                username=self.sasl_username,
-                password=self.sasl_password,
-                mechanism=self.sasl_mechanism or "PLAIN",
-                ssl_context=context,
-            )
-        return faust.SSLCredentials(context)
 
 
 @dataclass(frozen=True)
@@ -266,7 +221,7 @@ def load_settings(config_file: str | Path | None = None, env: dict[str, str] | N
     if values.get("broker") == "":
         values["broker"] = None
     values = {key: None if value is _NONE else value for key, value in values.items()}
-    settings = Settings(**values, security=Security(**security))
+    settings = Settings(**values, security=Security.checked(**security))
     settings.match_settings()  # checks ranges (threshold 0-1 ...) with one message each
     settings.fingerprint_config()
     return settings
