@@ -14,6 +14,8 @@ DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the de
                        ["stage", "code"])
 SUPERSEDED = Counter("dedup_superseded_total", "Input records replaced by a later record of the same id before "
                      "they had a verdict (their outcome: the later record's verdict)")
+KEY_MISMATCH = Counter("dedup_key_mismatch_total", "Input records whose Kafka key is not their id (judged under "
+                       "the id; the producer should key records by id)")
 DELETES = Counter("dedup_deletes_total", "Deletions: requested (input records), removed / absent (per probed "
                   "partition), published (tombstones) / unknown (ids that never had a verdict: a no-op)", ["result"])
 EXPIRED = Counter("dedup_expired_total", "Index entries deleted because retention leaves them nothing to match")

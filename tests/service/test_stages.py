@@ -221,3 +221,46 @@ def test_a_batch_judges_as_one_document_at_a_time() -> None:
     for owned in (frozenset(), EVERYTHING):
         batched, _ = _run(values, owned, batch=4)
         assert batched == one_by_one
+
+
+def _records(batches: list[list[tuple[bytes | None, bytes, int, int, float]]], pipeline: Pipeline, out: Out) -> None:
+    """Batches of (key, value, partition, offset, record timestamp), each run through all three stages."""
+    for batch in batches:
+        pipeline.documents_batch([InputRecord(k, v, Source("documents", p, o, ts)) for k, v, p, o, ts in batch])
+        while any(t in ("probe", "gather") for t, _, _ in out.sent):
+            probes = out.take("probe")
+            if probes:
+                pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
+            by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
+            for p, entries in out.take("gather"):
+                by_partition[p].extend(map(entry_from_json, entries))
+            pipeline.gather_batch(by_partition)
+
+
+def test_one_id_under_two_keys_ends_on_its_newest_version_whatever_the_arrival() -> None:
+    """The newer version (later record timestamp) sits in another partition and arrives first; the older
+    one, later: in another batch, or in the same one. The final verdict, and the index that later
+    documents meet, are the newer version's; the mismatched key is counted."""
+    from stream.service import metrics
+
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
+    newer, older = (b"a", doc("a", other), 0, 7, 20.0), (b"wrong-key", doc("a", poem), 1, 900, 10.0)
+    mismatched = metrics.KEY_MISMATCH._value.get()
+    for batches in ([[newer], [older]], [[newer, older]], [[older, newer]]):
+        out = Out()
+        pipeline = _worker(out, frozenset())
+        _records([*batches, [(b"c", doc("c", other), 0, 8, 30.0), (b"p", doc("p", poem), 0, 9, 31.0)]], pipeline, out)
+        final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+        assert final["a"]["source"]["offset"] == 7, batches  # the newer version's verdict is the last one
+        assert (final["c"]["verdict"], final["c"]["canonical"]) == ("duplicate", "a")  # the index holds it
+        assert (final["p"]["verdict"], final["p"]["canonical"]) == ("unique", None)  # and not the older one
+    assert metrics.KEY_MISMATCH._value.get() == mismatched + 3
+
+
+def test_a_json_object_with_a_key_twice_is_a_dead_letter() -> None:
+    out = Out()
+    _records([[(b"a", b'{"id": "a", "text": "\xe5\xba\x8a", "id": "b"}', 0, 1, 1.0)]], _worker(out, frozenset()), out)
+    letters = [json.loads(v) for t, _, v in out.sent if t == "dlq"]
+    assert [(d["code"], d["source"]["offset"]) for d in letters] == [("duplicate_key", 1)]
+    assert not [v for t, _, v in out.sent if t == "verdicts"]

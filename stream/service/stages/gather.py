@@ -67,7 +67,8 @@ class GatherStage:
             header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
             if header is not None:
                 complete, superseded = state.expect(header.round, header.expected, header.order, header.source,
-                                                    header.simhash, header.schema, header.empty, header.delete)
+                                                    header.simhash, header.schema, header.empty, header.delete,
+                                                    header.version)
                 if superseded:
                     metrics.SUPERSEDED.inc()
                 due = due or complete

@@ -56,6 +56,20 @@ def _order(w: list[Any]) -> Order:
     return (float(w[0]), str(w[1]))
 
 
+# Which of two records of one id is the newer version, whatever their partitions or arrival: the later
+# event time (the document's ``ts``, else the record timestamp), then the later record timestamp, then a
+# deletion over a document, then the higher SimHash, then the round id (docs/service.md, "One truth per id").
+Version = tuple[float, float, int, int, str]
+
+
+def version_of(event_time: float, source: Source, simhash: int, delete: bool) -> Version:
+    return (event_time, source.timestamp, int(delete), simhash, source.round_id)
+
+
+def version_from_json(w: list[Any] | None) -> Version | None:
+    return None if not w else (float(w[0]), float(w[1]), int(w[2]), int(w[3]), str(w[4]))
+
+
 @dataclass(frozen=True)
 class Header:
     """What the verdict of one round of a document needs besides its matches."""
@@ -69,6 +83,7 @@ class Header:
     schema: str = ""
     empty: bool = False
     delete: bool = False  # the round deletes the document: no verdict, a tombstone once complete
+    version: Version | None = None  # None: a header from before versions (its round counts as newer)
 
     def to_json(self) -> dict[str, Any]:
         d = {"t": "expect", "doc": self.doc, "round": self.round, "expected": self.expected,
@@ -76,13 +91,15 @@ class Header:
              "schema": self.schema, "empty": self.empty}
         if self.delete:
             d["delete"] = True
+        if self.version is not None:
+            d["v"] = list(self.version)
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Header:
         return cls(str(d["doc"]), str(d["round"]), int(d["expected"]), Source.from_json(d["source"]),
                    _order(d["order"]), int(d["sim"]), str(d["schema"]), bool(d.get("empty")),
-                   bool(d.get("delete")))
+                   bool(d.get("delete")), version_from_json(d.get("v")))
 
 
 @dataclass(frozen=True)
@@ -146,6 +163,7 @@ class ProbeItem:
     tables: list[int]
     header: Header | None = None  # the document's header, in its first target partition only
     delete: bool = False  # remove the document from this partition (sent to every partition)
+    version: Version | None = None  # an older version than the partition has heard of is not indexed
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"doc": self.doc, "round": self.round, "fp": b64(self.fp),
@@ -154,6 +172,8 @@ class ProbeItem:
             d["header"] = self.header.to_json()
         if self.delete:
             d["delete"] = True
+        if self.version is not None:
+            d["v"] = list(self.version)
         return d
 
     @classmethod
@@ -161,7 +181,7 @@ class ProbeItem:
         header = d.get("header")
         return cls(str(d["doc"]), str(d["round"]), unb64(d["fp"]), _order(d["order"]),
                    [int(t) for t in d["tables"]], None if header is None else Header.from_json(header),
-                   bool(d.get("delete")))
+                   bool(d.get("delete")), version_from_json(d.get("v")))
 
 
 def dumps(obj: Any) -> bytes:
