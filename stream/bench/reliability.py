@@ -33,7 +33,8 @@ import click
 
 from stream.bench.common import DEFAULT_OUT, commit, save_json
 from stream.bench.observe import load
-from stream.bench.reliability_scenarios import SCENARIOS, SIZES, Run, timed
+from stream.bench.reliability_run import SIZES, Run
+from stream.bench.reliability_scenarios import SCENARIOS, timed
 from stream.bench.tang import tang_poems
 
 COLUMNS = [("scenario", 13), ("inputs", 8), ("verdicts", 9), ("dead", 7), ("superseded", 10), ("unaccounted", 11),
