@@ -18,7 +18,7 @@ from stream.fingerprint.document import DELETE
 from stream.index import TableLayout
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
-from stream.service.stages.messages import Header, ProbeItem, version_of
+from stream.service.stages.messages import Header, ProbeItem, Version, version_of
 from stream.service.stages.output import Output
 from stream.service.stages.records import Hops, InputRecord, Topics
 from stream.service.stages.routing import tables_by_partition
@@ -37,7 +37,7 @@ class DocumentStage:
     def handle(self, records: Sequence[InputRecord]) -> Hops:
         hops = Hops()
         metrics.DOCUMENTS.inc(len(records))
-        newest: dict[str, tuple[tuple[float, float], int, InputRecord, Any]] = {}  # id -> its newest record here
+        newest: dict[str, tuple[Version, int, InputRecord, Any]] = {}  # id -> its newest record in the batch
         for i, rec in enumerate(records):
             try:
                 doc = parse_document(rec.value) if rec.value is not None else _tombstone(rec.key)
@@ -45,13 +45,13 @@ class DocumentStage:
                 self.dead.send(exc, "parse", rec.source, rec.key, rec.value)
                 continue
             _check_key(rec, doc.id)
-            when = (_event_time(doc, rec), rec.source.timestamp)
+            version = version_of(_event_time(doc, rec), rec.source)
             seen = newest.get(doc.id)
             if seen is not None:  # only the newest version of an id in a batch is judged
                 metrics.SUPERSEDED.inc()
-                if when < seen[0]:
-                    continue  # an exact tie goes on to the index and gather, which break it (SimHash, round)
-            newest[doc.id] = (when, i, rec, doc)
+                if version < seen[0]:
+                    continue
+            newest[doc.id] = (version, i, rec, doc)
         for _, _, rec, doc in sorted(newest.values(), key=lambda entry: entry[1]):
             try:
                 self._route(rec, doc, hops)
@@ -67,7 +67,7 @@ class DocumentStage:
         added unless every step succeeds."""
         n = self.topics.index_partitions
         if doc.op == DELETE:
-            version = version_of(_event_time(doc, rec), rec.source, 0, delete=True)
+            version = version_of(_event_time(doc, rec), rec.source)
             header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True, version=version)
             for partition in range(n):
                 hops.probes[partition].append(ProbeItem(doc.id, rec.source.round_id, b"", (0.0, doc.id), [],
@@ -77,7 +77,7 @@ class DocumentStage:
             return
         fp = self.fingerprinter.fingerprint(doc)
         order = (_event_time(doc, rec), doc.id)
-        version = version_of(order[0], rec.source, fp.simhash, delete=False)
+        version = version_of(order[0], rec.source)
         targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
         round_id = rec.source.round_id
         # Every partition hears of every document: one that holds an earlier version of this id

@@ -7,8 +7,8 @@ publishes what the transitions ask for. A document's state follows its latest in
 - a round is complete when its ``expect`` header and answers from all ``expected`` partitions are in;
   a redelivery repeats the round id, so it completes again with the same matches and republishes an
   identical verdict;
-- a newer version of the id (``messages.Version``: event time, record timestamp, deletion, SimHash,
-  round id; never the order of arrival) starts a new round: the summary of matches starts afresh (the
+- a newer version of the id (``messages.Version``: event time, record timestamp, partition and offset;
+  never the order of arrival) starts a new round: the summary of matches starts afresh (the
   new round's probe finds every earlier document again), and the old round, if it never published,
   is *superseded* (counted; its late answers are dropped); an older version arriving later is
   superseded at once and changes nothing;

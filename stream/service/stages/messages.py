@@ -56,18 +56,19 @@ def _order(w: list[Any]) -> Order:
     return (float(w[0]), str(w[1]))
 
 
-# Which of two records of one id is the newer version, whatever their partitions or arrival: the later
-# event time (the document's ``ts``, else the record timestamp), then the later record timestamp, then a
-# deletion over a document, then the higher SimHash, then the round id (docs/service.md, "One truth per id").
-Version = tuple[float, float, int, int, str]
+# Which of two records of one id is the newer version, whatever the order they arrive in: the later
+# event time (the document's ``ts``, else the record timestamp), then the later record timestamp, then
+# the higher partition and offset (within a partition: the producer's order) (docs/service.md, "One
+# truth per id").
+Version = tuple[float, float, int, int]
 
 
-def version_of(event_time: float, source: Source, simhash: int, delete: bool) -> Version:
-    return (event_time, source.timestamp, int(delete), simhash, source.round_id)
+def version_of(event_time: float, source: Source) -> Version:
+    return (event_time, source.timestamp, source.partition, source.offset)
 
 
 def version_from_json(w: list[Any] | None) -> Version | None:
-    return None if not w else (float(w[0]), float(w[1]), int(w[2]), int(w[3]), str(w[4]))
+    return None if not w else (float(w[0]), float(w[1]), int(w[2]), int(w[3]))
 
 
 @dataclass(frozen=True)
