@@ -220,3 +220,20 @@ def test_the_ledger_counts_are_prometheus_gauges() -> None:
     clock.now = 30.0
     ledger.stalled({B: 5})
     assert (value("gap"), value("stall"), value("accepted")) == (1, 1, 0)
+
+
+def test_a_backlog_the_fetch_loop_has_not_read_is_not_a_stall() -> None:
+    # a 250k backlog: the broker holds far more of A than the fetch loop has read while the agent is
+    # busy with B; A's records were never fetched, so none was lost (three such "stalls" re-read 8,909)
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
+    ledger.admit([(A, 0)])
+    for second in range(1, 300):
+        clock.now = float(second)
+        ledger.admit([(B, second)])
+        assert ledger.stalled({A: 31_334, B: second + 1}, fetched={A: 1, B: second + 1}) == {}
+    assert ledger.stalled({A: 31_334, B: 300}, fetched={A: 5, B: 300}) == {A: 1}  # fetched, never delivered
+    clock.now = 400.0  # and an idle agent seeks whatever the evidence (a burst's lost tail)
+    ledger.admit([(A, 1)])
+    clock.now = 406.0
+    assert ledger.stalled({A: 31_334}, fetched={A: 2}) == {A: 2}

@@ -347,7 +347,7 @@ class DedupApp:
             for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
-                    self._request_seeks(ledger.stalled(known_ends(self.app.consumer, inputs[stage])))
+                    self._request_seeks(ledger.stalled(*known_ends(self.app.consumer, inputs[stage])))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 

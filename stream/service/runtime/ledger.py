@@ -20,10 +20,12 @@ the retention limit those records no longer exist.
 A gap at a partition's tail brings no later record to reveal it. ``stalled`` covers that: a
 partition whose records exist past the position (the fetch loop read them, or the broker has them)
 is sought back to its position like a gap once the whole agent received nothing for ``idle_after``
-seconds (the common case: the tail of a burst lost), or the partition alone for ``stall_after``
-(long enough that a busy agent draining other partitions' fetches is not taken for a stall). Both
-count from the later of the partition's last delivery and the first check that saw it behind: a
-record that just arrived after a quiet spell is on its way, not lost.
+seconds (the common case: the tail of a burst lost). A partition silent alone while the agent is busy
+is sought back after ``stall_after`` only if the fetch loop has read past its position (records
+fetched, never delivered): that the broker has more is a backlog, not a gap (a worker working through
+250k documents declared three such false stalls and read 8,909 records again). Both count from the
+later of the partition's last delivery and the first check that saw it behind: a record that just
+arrived after a quiet spell is on its way, not lost.
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -141,11 +143,13 @@ class InputLedger:
         return {tp: self._again(seek, now) for tp, seek in self._seeking.items()
                 if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts}
 
-    def stalled(self, ends: Mapping[TP, int]) -> dict[TP, int]:
+    def stalled(self, ends: Mapping[TP, int], fetched: Mapping[TP, int] | None = None) -> dict[TP, int]:
         """Seeks for partitions that stopped delivering. ``ends``: per assigned partition, an offset
         up to which records are known to exist (the fetch loop's read offset + 1, the broker's high
-        watermark). Called on a timer: a lost tail leaves the partition silent, not gapped."""
+        watermark); ``fetched``: the fetch loop's read offset + 1 alone (default: ``ends``). Called on
+        a timer: a lost tail leaves the partition silent, not gapped."""
         now = self._clock()
+        fetched = ends if fetched is None else fetched
         seeks = {}
         for tp, end in ends.items():
             position = self._next.get(tp)
@@ -153,7 +157,9 @@ class InputLedger:
                 self._behind.pop(tp, None)
                 continue
             silent = now - max(self._active.setdefault(tp, now), self._behind.setdefault(tp, now))
-            if silent < self._stall_after and (silent < self._idle_after or now - self._last_batch < self._idle_after):
+            agent_idle = silent >= self._idle_after and now - self._last_batch >= self._idle_after
+            lost_fetch = silent >= self._stall_after and fetched.get(tp, 0) > position
+            if not (agent_idle or lost_fetch):
                 continue
             self.stalls_found += 1
             log.warning("%s[%d]: offsets %d..%d exist but nothing was delivered for %.0f s; fetching them "
