@@ -81,6 +81,9 @@ class Settings:
     # deleted changelog): stop and say so (an operator runs `dedup reset`), or rebuild from scratch
     on_broker_data_loss: str = "stop"
     connect_timeout: float = 10.0  # seconds a command waits for the broker to answer before giving up
+    # how long a worker rides out a broker it cannot reach (its batch unacknowledged, its output retried)
+    # before it stops with exit 75; as Kafka Streams' task.timeout.ms (docs/service.md, "Outcomes and faults")
+    task_timeout: float = 300.0
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)
@@ -138,7 +141,7 @@ def _coerce(name: str, raw: Any) -> Any:
         return None
     if name == "data_dir":
         return Path(str(raw))
-    if name in {"retention", "late_allowance"}:
+    if name in {"retention", "late_allowance", "task_timeout"}:
         if name == "retention" and str(raw).strip().lower() in ("", "none"):
             return _NONE
         return parse_duration(raw, name)
@@ -222,6 +225,8 @@ def load_settings(config_file: str | Path | None = None, env: dict[str, str] | N
         values["broker"] = None
     values = {key: None if value is _NONE else value for key, value in values.items()}
     settings = Settings(**values, security=Security.checked(**security))
+    if settings.task_timeout <= 0:
+        raise ConfigError(f"task_timeout must be a positive duration, got {settings.task_timeout:g} s")
     settings.match_settings()  # checks ranges (threshold 0-1 ...) with one message each
     settings.fingerprint_config()
     return settings

@@ -126,7 +126,8 @@ class DedupApp:
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
         self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker",
-                                            "logger": logging.getLogger("dedup.librdkafka")}))
+                                            "logger": logging.getLogger("dedup.librdkafka")}),
+                             task_timeout=s.task_timeout)
         self.topics = Topics(
             probe=topology.internal_name("probe"),
             gather=topology.internal_name("gather"),
