@@ -24,7 +24,9 @@ CANDIDATES = Counter("dedup_candidates_total", "Index candidates verified")
 VERDICTS = Counter("dedup_verdicts_total", "Verdicts published", ["verdict", "revised"])
 HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (probe/gather) and route: "
                "local (a partition this worker owns, no Kafka round trip) or kafka", ["hop", "route"])
-REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents")
+REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents (one per pair)")
+REVISION_ENTRIES = Counter("dedup_revision_entries_total", "Internal revision entries: one per revising document "
+                           "and gather partition, however many later documents it revises")
 BATCH_SECONDS = Histogram("dedup_batch_seconds", "Time to process one agent batch", ["agent"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 DELIVERY_WAIT = Histogram("dedup_batch_delivery_wait_seconds", "Part of a batch's time spent waiting for its "

@@ -4,8 +4,9 @@ collected and fed to the next stage by hand, as the agents would."""
 from __future__ import annotations
 
 import json
+import os
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Container
 from pathlib import Path
 from typing import Any
@@ -223,8 +224,11 @@ def test_a_batch_judges_as_one_document_at_a_time() -> None:
         assert batched == one_by_one
 
 
-def _records(batches: list[list[tuple[bytes | None, bytes, int, int, float]]], pipeline: Pipeline, out: Out) -> None:
-    """Batches of (key, value, partition, offset, record timestamp), each run through all three stages."""
+def _records(batches: list[list[tuple[bytes | None, bytes, int, int, float]]], pipeline: Pipeline, out: Out
+             ) -> Counter[str]:
+    """Batches of (key, value, partition, offset, record timestamp), each run through all three stages.
+    Returns the gather entries sent, by type."""
+    sent: Counter[str] = Counter()
     for batch in batches:
         pipeline.documents_batch([InputRecord(k, v, Source("documents", p, o, ts)) for k, v, p, o, ts in batch])
         while any(t in ("probe", "gather") for t, _, _ in out.sent):
@@ -233,8 +237,11 @@ def _records(batches: list[list[tuple[bytes | None, bytes, int, int, float]]], p
                 pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
             by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
             for p, entries in out.take("gather"):
+                sent.update(e["t"] for e in entries)
+                sent["revised_pairs"] += sum(len(e["to"]) for e in entries if e["t"] == "revisions")
                 by_partition[p].extend(map(entry_from_json, entries))
             pipeline.gather_batch(by_partition)
+    return sent
 
 
 def test_one_id_under_two_keys_ends_on_its_newest_version_whatever_the_arrival() -> None:
@@ -264,3 +271,21 @@ def test_a_json_object_with_a_key_twice_is_a_dead_letter() -> None:
     letters = [json.loads(v) for t, _, v in out.sent if t == "dlq"]
     assert [(d["code"], d["source"]["offset"]) for d in letters] == [("duplicate_key", 1)]
     assert not [v for t, _, v in out.sent if t == "verdicts"]
+
+
+def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies() -> None:
+    """Copies of one document, their ts a permutation (later ones often arrive first): every earlier
+    arrival revises all the later copies indexed before it (~n^2/4 pairs), in one entry per gather
+    partition; each copy's final match count is its rank. (400 copies: the pairs' state updates stay
+    quadratic, ~100 s at 1,000 on a shared machine; `dedup bench reliability` runs 1,000.)"""
+    n = int(os.environ.get("DEDUP_TEST_COPIES", "400"))
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    ts = [float((i * 7919) % n) for i in range(n)]
+    records = [(f"c{i}".encode(), json.dumps({"id": f"c{i}", "text": text, "ts": ts[i]}).encode(), 0, i, 1.0)
+               for i in range(n)]
+    out = Out()
+    sent = _records([records[i : i + 64] for i in range(0, n, 64)], _worker(out, frozenset()), out)
+    final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+    assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
+    assert sent["revise"] == 0 and 0 < sent["revisions"] <= 10 * n < sent["revised_pairs"], sent
+    print(f"{n} copies: {sent['revisions']} revision entries for {sent['revised_pairs']} revised pairs")

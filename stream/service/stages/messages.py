@@ -4,7 +4,9 @@ probe topic   value = JSON list of ``ProbeItem``, one message per target partiti
 gather topic  value = JSON list of gather entries, one message per gather partition per batch:
   ``Header``  {"t": "expect", ...}  a document's header (from the document stage, when nothing is probed)
   ``Answer``  {"t": "answer", ...}  one partition's earlier matches of a document (from the probe stage)
-  ``Revise``  {"t": "revise", ...}  a canonically earlier document matched this one (from the probe stage)
+  ``Revise``  {"t": "revise", ...}  a canonically earlier document matched this one
+  ``Revisions`` {"t": "revisions", ...}  one document matched several later ones of the partition (the
+              probe stage sends these; ``Revise`` is what the gather stage expands them into)
 
 A document with target partitions sends no header of its own: it rides in the probe item of its first
 target partition and comes back, with the SimHash, schema and order, in that partition's answer. The
@@ -146,9 +148,35 @@ class Revise:
         return cls(str(d["doc"]), Match.from_wire(d["match"]), int(d["version"]))
 
 
-GatherEntry = Header | Answer | Revise
-_ENTRY_TYPES: dict[str, type[Header] | type[Answer] | type[Revise]] = {
-    "expect": Header, "answer": Answer, "revise": Revise}
+@dataclass(frozen=True)
+class Revisions:
+    """One document (``by``: its id, order and SimHash) matched several canonically later documents of
+    one gather partition: one entry for them all, not one ``Revise`` each. ``to``: per later document
+    its id, the version that matched, and the pair's match fields (distance, similarity, exact,
+    containment, relation). 1,000 copies arriving out of order made ~n^2/4 entries one each."""
+
+    by: Match  # id, order and simhash of the earlier document; its pair fields unused
+    to: list[tuple[str, int, Match]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": "revisions", "by": [self.by.id, self.by.order[0], self.by.order[1], self.by.simhash],
+                "to": [[doc, version, m.distance, m.similarity, m.exact, m.containment, m.relation]
+                       for doc, version, m in self.to]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Revisions:
+        doc_id, ts, tie, sim = d["by"]
+        by = Match(str(doc_id), 0, 0.0, (float(ts), str(tie)), simhash=int(sim))
+        return cls(by, [(str(w[0]), int(w[1]), Match(by.id, int(w[2]), float(w[3]), by.order, bool(w[4]), by.simhash,
+                                                        float(w[5]), str(w[6]))) for w in d["to"]])
+
+    def expand(self) -> list[Revise]:
+        return [Revise(doc, match, version) for doc, version, match in self.to]
+
+
+GatherEntry = Header | Answer | Revise | Revisions
+_ENTRY_TYPES: dict[str, type[Header] | type[Answer] | type[Revise] | type[Revisions]] = {
+    "expect": Header, "answer": Answer, "revise": Revise, "revisions": Revisions}
 
 
 def entry_from_json(d: dict[str, Any]) -> GatherEntry:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from stream.detect import Detector, MatchSettings, Order, differences, fingerprint_of
+from stream.detect import Detector, Match, MatchSettings, Order, differences, fingerprint_of
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
@@ -21,7 +21,7 @@ from stream.service.stages.messages import (
     Answer,
     GatherEntry,
     ProbeItem,
-    Revise,
+    Revisions,
     Source,
     dumps,
     loads,
@@ -208,11 +208,16 @@ class ProbeStage:
                 last = start + ANSWER_CHUNK >= len(earlier)
                 answers.append(Answer(item.doc, item.round, partition, earlier[start : start + ANSWER_CHUNK],
                                       header if start == 0 else None, final=last))
+            later: dict[int, list[tuple[str, int, Match]]] = defaultdict(list)  # by gather partition
             for m in matches:
                 if m.order > order:
-                    mine = replace(m, id=item.doc, order=order, simhash=fp.simhash)
-                    out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
-                    metrics.REVISIONS.inc()
+                    later[doc_partition(m.id, n)].append((m.id, m.simhash, replace(m, id=item.doc, order=order,
+                                                                                    simhash=fp.simhash)))
+            by = Match(item.doc, 0, 0.0, order, simhash=fp.simhash)
+            for gather_partition, targets in later.items():
+                out[gather_partition].append(Revisions(by, targets))
+                metrics.REVISIONS.inc(len(targets))
+                metrics.REVISION_ENTRIES.inc()
 
     @staticmethod
     def _older_than_known(store: BufferedStore, item: ProbeItem) -> bool:
