@@ -34,11 +34,14 @@ class Scale:
     background: int  # documents judged before the repeated deliveries of one id
     timeout: float  # seconds any one wait may take
     two_key_ids: int = 300  # ids sent twice, the older version under another key
+    outage_seconds: float = 240.0  # the broker SIGSTOPped this long: within the default task_timeout (5 min)
+    backlog_docs: int = 250_000  # published before the worker starts
 
 
 SIZES = {
     "full": Scale(10_000, 2_000, 50_000, (0.3, 0.7), 20_000, "3m", 20_000, 45.0, 1_000, 300, 500, 1200.0),
-    "small": Scale(1_000, 200, 3_000, (0.3, 0.7), 2_000, "1m", 2_000, 15.0, 200, 300, 100, 300.0),
+    "small": Scale(1_000, 200, 3_000, (0.3, 0.7), 2_000, "1m", 2_000, 15.0, 200, 300, 100, 300.0,
+                   outage_seconds=40.0, backlog_docs=5_000),
 }
 
 

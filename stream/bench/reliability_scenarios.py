@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stream.bench import reliability_backlog as backlog
 from stream.bench import reliability_versions as versions
 from stream.bench.harness import Deployment, Row, reference, row
 from stream.bench.observe import (
@@ -23,6 +24,7 @@ from stream.bench.observe import (
     disk_bytes,
     http_status,
     load,
+    metric,
     publish,
     raw_values,
     settled_table,
@@ -135,13 +137,14 @@ def _fill_and_free(run: Run, d: Deployment, mount: Path, docs: list[dict[str, An
     return out
 
 
-def broker_pause(run: Run) -> dict[str, Any]:
-    """The broker SIGSTOPped for ``pause_seconds`` while a worker works through a backlog, then SIGCONT.
-    The worker runs under a supervisor that restarts it on exit 75 or 4 (a worker may stop on output it
-    cannot deliver); the exits are reported."""
+def broker_pause(run: Run, seconds: float | None = None, name: str = "broker-pause") -> dict[str, Any]:
+    """The broker SIGSTOPped for ``seconds`` (default ``pause_seconds``) while a worker works through a
+    backlog, then SIGCONT. The worker runs under a supervisor that restarts it on exit 75 or 4; within
+    ``task_timeout`` there should be none (the exits are reported)."""
+    seconds = run.scale.pause_seconds if seconds is None else seconds
     docs = run.docs(run.scale.pause_docs)
     expected = run.expected(len(docs))
-    with run.deployment("broker-pause") as d:
+    with run.deployment(name) as d:
         port = free_port()
         data = d.tmp / "data"
         env = {**run.worker_env, "DEDUP_METRICS_PORT": str(port), "DEDUP_LOG_LEVEL": "info"}
@@ -152,7 +155,7 @@ def broker_pause(run: Run) -> dict[str, Any]:
             publish(d, [encode(doc) for doc in docs])
             watch = VerdictWatch(d)
             watch.wait_for(len(docs) // 4, run.scale.timeout)
-            outage = _pause_broker(run, d, port)
+            outage = _pause_broker(d, port, seconds)
             at_resume = watch.count()
             while (watch.count() == at_resume and supervisor.is_alive()
                    and time.monotonic() - outage["resumed"] < run.scale.timeout):
@@ -163,22 +166,27 @@ def broker_pause(run: Run) -> dict[str, Any]:
         finally:
             supervisor.stop()
         out.pop("table")
-        out.update(pause_s=run.scale.pause_seconds, judged_at_pause=at_resume, **outage,
+        out.update(pause_s=seconds, judged_at_pause=at_resume, **outage,
                    worker_exits=supervisor.exits, health_after=http_status(f"http://127.0.0.1:{port}/health")[0],
                    first_verdict_after_resume_s=round(first_after, 1))
     return out
 
 
-def _pause_broker(run: Run, d: Deployment, port: int) -> dict[str, Any]:
-    """SIGSTOP the broker for ``pause_seconds``; the worker log lines written meanwhile, /health near its end."""
+def broker_outage(run: Run) -> dict[str, Any]:
+    """``broker_pause`` for ``outage_seconds`` (4 minutes: within the default ``task_timeout``)."""
+    return broker_pause(run, run.scale.outage_seconds, "broker-outage")
+
+
+def _pause_broker(d: Deployment, port: int, seconds: float) -> dict[str, Any]:
+    """SIGSTOP the broker for ``seconds``; the worker log lines written meanwhile, /health near its end."""
     log = d.tmp / "w.log"
     before = len(log.read_text(errors="replace").splitlines())
     broker = d.broker.proc.pid
     os.kill(broker, signal.SIGSTOP)
     try:
-        time.sleep(max(0.0, run.scale.pause_seconds - 3))
+        time.sleep(max(0.0, seconds - 3))
         health = http_status(f"http://127.0.0.1:{port}/health")
-        time.sleep(min(3.0, run.scale.pause_seconds))
+        time.sleep(min(3.0, seconds))
     finally:
         os.kill(broker, signal.SIGCONT)
     resumed = time.monotonic()
@@ -203,6 +211,9 @@ def copies(run: Run) -> dict[str, Any]:
         d.start_worker("w", env=run.worker_env)
         publish(d, [encode(doc) for doc in docs])
         out = finish(run, d, docs, len(docs), expected)
+        port = d.metrics_ports["w"]
+        out.update(revision_entries=metric(port, "dedup_revision_entries_total"),
+                   revised_pairs=metric(port, "dedup_revisions_sent_total"))
         table = out.pop("table")
         records = [v for _, v in raw_values(d, d.verdicts) if v is not None]
         parsed = [json.loads(v) for v in records]
@@ -239,6 +250,7 @@ def deliveries(run: Run) -> dict[str, Any]:
 
 SCENARIOS: dict[str, Callable[[Run], dict[str, Any]]] = {
     "fuzz": fuzzed, "sigkill": sigkill, "full-disk": full_disk, "broker-pause": broker_pause,
+    "broker-outage": broker_outage, "backlog": backlog.backlog,
     "copies": copies, "deliveries": deliveries, **versions.SCENARIOS,
 }
 

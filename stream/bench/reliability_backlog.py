@@ -1,0 +1,71 @@
+"""``dedup bench reliability`` backlog scenario: ``backlog_docs`` documents published before one worker
+starts. What it reports: verdict records per id (at most 2 without faults), the ledger's false stalls
+and re-reads (none), and the worker's RSS over time (the last 40% of the documents should add < 10%)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from stream.bench.observe import VerdictWatch, accounted, publish, raw_values, settled_table
+from stream.bench.reliability_run import Run, encode
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class RssSampler(threading.Thread):
+    """(seconds since start, ids with a verdict, RSS bytes) every ``every`` seconds."""
+
+    def __init__(self, pid: int, watch: VerdictWatch, every: float = 10.0) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.watch, self.every = pid, watch, every
+        self.samples: list[tuple[float, int, int]] = []
+        self.done = threading.Event()
+        self.started_at = time.monotonic()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            try:
+                self.samples.append((round(time.monotonic() - self.started_at, 1), self.watch.count(),
+                                     rss_bytes(self.pid)))
+            except (OSError, AssertionError):
+                return
+
+
+def backlog(run: Run) -> dict[str, Any]:
+    n = run.scale.backlog_docs
+    docs = run.docs(n)
+    ids = [doc["id"] for doc in docs]
+    with run.deployment("backlog") as d:
+        publish(d, [encode(doc) for doc in docs])
+        run.echo(f"  backlog of {n:,} documents published")
+        worker = d.start_worker("w", env=run.worker_env)
+        watch = VerdictWatch(d)
+        sampler = RssSampler(worker.pid, watch)
+        sampler.start()
+        watch.wait_for(len(set(ids)), max(run.scale.timeout, n / 20))
+        sampler.done.set()
+        watch.close()
+        settled_table(d, ids, run.scale.timeout)
+        records = [k for k, v in raw_values(d, d.verdicts) if v is not None]
+        counts = accounted(d, n)
+        log = (d.tmp / "w.log").read_text(errors="replace")
+    per_id: dict[bytes | None, int] = {}
+    for key in records:
+        per_id[key] = per_id.get(key, 0) + 1
+    samples = sampler.samples
+    at_60 = next((rss for _, judged, rss in samples if judged >= 0.6 * len(set(ids))), None)
+    last = samples[-1][2] if samples else None
+    return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
+            "most_verdict_records_for_an_id": max(per_id.values(), default=0),
+            "false_stalls": log.count("nothing was delivered"), "gaps": log.count("were skipped before"),
+            "rss_at_60_percent": at_60, "rss_last": last,
+            "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
+            "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0] if samples else None}
