@@ -4,7 +4,6 @@ and re-reads (none), and the worker's RSS over time (the last 40% of the documen
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,23 +19,19 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-class RssSampler(threading.Thread):
-    """(seconds since start, ids with a verdict, RSS bytes) every ``every`` seconds."""
-
-    def __init__(self, pid: int, watch: VerdictWatch, every: float = 10.0) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.watch, self.every = pid, watch, every
-        self.samples: list[tuple[float, int, int]] = []
-        self.done = threading.Event()
-        self.started_at = time.monotonic()
-
-    def run(self) -> None:
-        while not self.done.wait(self.every):
-            try:
-                self.samples.append((round(time.monotonic() - self.started_at, 1), self.watch.count(),
-                                     rss_bytes(self.pid)))
-            except (OSError, AssertionError):
-                return
+def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0
+                     ) -> list[tuple[float, int, int]]:
+    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes) every ``every`` s."""
+    started = time.monotonic()
+    samples: list[tuple[float, int, int]] = []
+    while True:
+        judged = watch.count()
+        samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid)))
+        if judged >= ids:
+            return samples
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{judged}/{ids} ids with a verdict after {timeout:.0f} s")
+        time.sleep(every)
 
 
 def backlog(run: Run) -> dict[str, Any]:
@@ -48,10 +43,7 @@ def backlog(run: Run) -> dict[str, Any]:
         run.echo(f"  backlog of {n:,} documents published")
         worker = d.start_worker("w", env=run.worker_env)
         watch = VerdictWatch(d)
-        sampler = RssSampler(worker.pid, watch)
-        sampler.start()
-        watch.wait_for(len(set(ids)), max(run.scale.timeout, n / 20))
-        sampler.done.set()
+        samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20))
         watch.close()
         settled_table(d, ids, run.scale.timeout)
         records = [k for k, v in raw_values(d, d.verdicts) if v is not None]
@@ -60,7 +52,6 @@ def backlog(run: Run) -> dict[str, Any]:
     per_id: dict[bytes | None, int] = {}
     for key in records:
         per_id[key] = per_id.get(key, 0) + 1
-    samples = sampler.samples
     at_60 = next((rss for _, judged, rss in samples if judged >= 0.6 * len(set(ids))), None)
     last = samples[-1][2] if samples else None
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),

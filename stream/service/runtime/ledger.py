@@ -23,7 +23,10 @@ is sought back to its position like a gap once the whole agent received nothing 
 seconds (the common case: the tail of a burst lost). A partition silent alone while the agent is busy
 is sought back after ``stall_after`` only if the fetch loop has read past its position (records
 fetched, never delivered): that the broker has more is a backlog, not a gap (a worker working through
-250k documents declared three such false stalls and read 8,909 records again). Both count from the
+250k documents declared three such false stalls and read 8,909 records again). Fetched records can
+wait in the stream's buffer (up to 4,096) behind other partitions' for over a minute on a loaded
+machine, so ``stall_after`` is 5 minutes: a tail lost while the agent stays busy is read again then,
+or as soon as the agent is idle. Both count from the
 later of the partition's last delivery and the first check that saw it behind: a record that just
 arrived after a quiet spell is on its way, not lost.
 Pure logic; the agent does the seeking and writing.
@@ -67,7 +70,7 @@ class InputLedger:
     """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
 
     def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
-                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 60.0,
+                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
         self._idle_after, self._stall_after = idle_after, stall_after
