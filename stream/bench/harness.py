@@ -312,7 +312,7 @@ def _id_of(value: bytes | None) -> bytes | None:
     """The id a document record names, if it is a JSON object with a string id."""
     try:
         doc = json.loads(value or b"")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply (the fuzz scenario has both)
         return None
     if isinstance(doc, dict) and isinstance(doc.get("id"), str):
         return str(doc["id"]).encode("utf-8", "surrogateescape")
