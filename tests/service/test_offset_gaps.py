@@ -230,6 +230,7 @@ def test_a_lost_tail_is_found_by_the_ledger_and_read_again(monkeypatch: pytest.M
     now = [0.0]
     ledger = InputLedger(lambda tp: None, idle_after=5.0, clock=lambda: now[0])
     ledger.admit([((TP.topic, TP.partition), o) for o in consumer.streamed])
+    ledger.delivered()
     assert offset_gaps.known_ends(consumer, "documents") == ({("documents", 0): 12}, {("documents", 0): 12})
     assert offset_gaps.known_ends(consumer, "other") == ({}, {})
     now[0] = 6.0

@@ -20,7 +20,8 @@ the retention limit those records no longer exist.
 A gap at a partition's tail brings no later record to reveal it. ``stalled`` covers that: a
 partition whose records exist past the position (the fetch loop read them, or the broker has them)
 is sought back to its position like a gap once the whole agent received nothing for ``idle_after``
-seconds (the common case: the tail of a burst lost). A partition silent alone while the agent is busy
+seconds (the common case: the tail of a burst lost; a batch still being handled or delivered, which
+takes over 5 s on a loaded machine, is not idleness). A partition silent alone while the agent is busy
 is sought back after ``stall_after`` only if the fetch loop has read past its position (records
 fetched, never delivered): that the broker has more is a backlog, not a gap (a worker working through
 250k documents declared three such false stalls and read 8,909 records again). Fetched records can
@@ -74,7 +75,8 @@ class InputLedger:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
         self._idle_after, self._stall_after = idle_after, stall_after
-        self._last_batch = -math.inf  # when the agent last received records (any partition)
+        self._last_batch = -math.inf  # when the agent last received records or finished a batch
+        self._in_batch = False  # a batch is being handled or delivered: the agent is not idle
         self._active: dict[TP, float] = {}  # when the partition last delivered a record (or was sought)
         # when a check first saw the partition behind its end (a later delivery moves _active past it)
         self._behind: dict[TP, float] = {}
@@ -98,7 +100,7 @@ class InputLedger:
         seeks: dict[TP, int] = {}
         now = self._clock()
         if records:
-            self._last_batch = now
+            self._last_batch, self._in_batch = now, True
         for tp, offset in records:
             self._active[tp] = now
             if tp not in self._next:
@@ -160,7 +162,8 @@ class InputLedger:
                 self._behind.pop(tp, None)
                 continue
             silent = now - max(self._active.setdefault(tp, now), self._behind.setdefault(tp, now))
-            agent_idle = silent >= self._idle_after and now - self._last_batch >= self._idle_after
+            agent_idle = (silent >= self._idle_after and not self._in_batch
+                          and now - self._last_batch >= self._idle_after)
             lost_fetch = silent >= self._stall_after and fetched.get(tp, 0) > position
             if not (agent_idle or lost_fetch):
                 continue
@@ -193,6 +196,7 @@ class InputLedger:
 
     def delivered(self) -> None:
         """The batch's output (its records' effects and the positions it wrote) was delivered."""
+        self._in_batch, self._last_batch = False, self._clock()
         self._writing = {}
         self._unsaved.update(self._admitted)
         self._admitted = {}
