@@ -34,6 +34,7 @@ import click
 
 from stream.bench.common import DEFAULT_OUT, commit, save_json
 from stream.bench.observe import load
+from stream.bench.reliability_backlog import backlog_chart
 from stream.bench.reliability_run import SIZES, Run
 from stream.bench.reliability_scenarios import SCENARIOS, timed
 from stream.bench.tang import tang_poems
@@ -137,3 +138,7 @@ def command(size: str, scenarios: str, out_dir: str, backlog_docs: int | None) -
         "commit": commit(), "size": size, "scale": vars(scale), "total_seconds": round(total, 1),
         "worker_logs": str(tmp), "table": lines, "scenarios": results})
     click.echo(f"wrote {path}")
+    for result in results:
+        if result["scenario"] == "backlog" and "rss_samples" in result:
+            backlog_chart(result, path.with_suffix(".png"))
+            click.echo(f"wrote {path.with_suffix('.png')}")

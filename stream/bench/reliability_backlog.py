@@ -60,3 +60,24 @@ def backlog(run: Run) -> dict[str, Any]:
             "rss_at_60_percent": at_60, "rss_last": last,
             "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
             "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0] if samples else None}
+
+
+def backlog_chart(result: dict[str, Any], path: Path) -> None:
+    """The worker's RSS against the ids judged so far (the backlog scenario's samples)."""
+    from stream.bench.common import pyplot, stamp
+
+    plt = pyplot()
+    samples = result["rss_samples"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([judged for _, judged, _ in samples], [rss / 2**20 for _, _, rss in samples], marker=".")
+    ax.set_xlabel("ids with a verdict")
+    ax.set_ylabel("worker RSS (MiB)")
+    ax.set_title(f"backlog of {result['documents']:,} documents: RSS of one worker "
+                 f"({result['false_stalls']} false stalls, {result['verdict_records_per_id']} verdict records per id)",
+                 fontsize=9)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    stamp(fig)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
