@@ -160,3 +160,10 @@ def test_the_broker_registry_is_per_user_and_can_be_moved(tmp_path: Path) -> Non
                            env={**env, "DEDUP_BROKER_REGISTRY": str(tmp_path / "mine.json")}).stdout.strip()
     assert moved == str(tmp_path / "mine.json")
     assert registry_path().name.endswith(".json")
+
+
+def test_bad_security_settings_exit_3_naming_the_setting(docs: Path) -> None:
+    for args in (("worker",), ("publish", str(docs))):
+        one_line_error(dedup(*args, env={"DEDUP_SECURITY_PROTOCOL": "SASL_SSSL"}), 3,
+                       "DEDUP_SECURITY_PROTOCOL", "SASL_SSSL")
+    one_line_error(dedup("worker", env={"DEDUP_SECURITY_PROTOCOL": "sasl_plaintext"}), 3, "DEDUP_SASL_USERNAME")

@@ -6,6 +6,10 @@ times in file order), every document needs one, and index entries too old to mat
 as the scan goes. A scan never rewrites a verdict line, so the input should be in ts order: a line that
 comes after a line with a later ts is still judged, but not paired with the later ones (counted as
 "out of order" in the summary).
+
+A line with an earlier ``ts`` than the version of its id the scan already holds is an older version: its
+output line is ``{"id": X, "superseded": true, "ts": ..., "newer_ts": ...}`` and nothing changes, as in
+the stream (docs/service.md, "One truth per id").
 """
 
 from __future__ import annotations
@@ -56,6 +60,13 @@ def scan_stream(state: ScanState, lines: Iterator[tuple[int, bytes]], out: IO[st
     for number, line in lines:
         try:
             doc = parse_document(line)
+            newer_ts = state.known.older_than_known(doc.id, doc.ts)
+            if newer_ts is not None:
+                judge.flush()  # lines in input order
+                counts["superseded"] += 1
+                out.write(json.dumps({"id": doc.id, "superseded": True, "ts": doc.ts, "newer_ts": newer_ts},
+                                     ensure_ascii=False) + "\n")
+                continue
             if doc.op == DELETE:
                 judge.flush()  # the documents before it are indexed first
                 found = state.detector.forget(doc.id)
@@ -95,7 +106,8 @@ class _Chunk:
         state = self.state
         fresh = (ts if self.by_time and ts is not None else float(state.next_seq + len(self.fps)), fp.doc_id)
         # a document seen before keeps its place; a new version of one leaves the index first
-        placed = state.known.place(fp, fresh, state.detector, before_forget=self.flush)  # may flush: then append
+        placed = state.known.place(fp, fresh, state.detector, before_forget=self.flush,  # may flush: then append
+                                   event_ts=ts)
         self.placed.append(placed)
         self.fps.append(fp)
 
@@ -178,7 +190,7 @@ def command(infile: str, outfile: str, state_dir: str | None, idf: str, errors_f
     summary = ", ".join(f"{key} {counts[key]}" for key in ("unique", "duplicate", "near_duplicate", "empty",
                                                             "rejected"))
     extra = "".join(f", {key.replace('_', ' ')} {counts[key]}"
-                    for key in ("deleted", "delete_unknown", "expired", "out_of_order") if counts[key])
+                    for key in ("deleted", "delete_unknown", "superseded", "expired", "out_of_order") if counts[key])
     click.echo(f"scanned {docs} documents in {elapsed:.1f}s ({docs / max(elapsed, 1e-9):.0f} docs/s): "
                f"{summary}{extra}", err=True)
     if counts["rejected"]:

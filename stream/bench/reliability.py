@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,9 @@ import click
 
 from stream.bench.common import DEFAULT_OUT, commit, save_json
 from stream.bench.observe import load
-from stream.bench.reliability_scenarios import SCENARIOS, SIZES, Run, timed
+from stream.bench.reliability_backlog import backlog_chart
+from stream.bench.reliability_run import SIZES, Run
+from stream.bench.reliability_scenarios import SCENARIOS, timed
 from stream.bench.tang import tang_poems
 
 COLUMNS = [("scenario", 13), ("inputs", 8), ("verdicts", 9), ("dead", 7), ("superseded", 10), ("unaccounted", 11),
@@ -49,8 +52,8 @@ def table_lines(results: list[dict[str, Any]]) -> list[str]:
             lines.append(f"{r['scenario']:>13} {'ERROR' if 'error' in r else 'skipped'}: "
                          f"{(r.get('error') or r.get('skipped', '')).splitlines()[0][:150]}")
             continue
-        c = r["compare"]
-        same = "yes" if r["equal"] else f"no: {c['differing']} differ, {c['missing']} missing"
+        c = r.get("compare")
+        same = "n/a" if c is None else "yes" if r["equal"] else f"no: {c['differing']} differ, {c['missing']} missing"
         cells = [r["scenario"], f"{r['inputs']:,}", f"{r['verdicts']:,}", f"{r['dead_letters']:,}",
                  f"{r['superseded']:,}", f"{r['unaccounted']:,}", same, f"{r['seconds']:.0f}"]
         lines.append(" ".join(f"{cell:>{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True)))
@@ -73,14 +76,27 @@ def detail(r: dict[str, Any]) -> str:
         return (f"{r['disk']} tmpfs: exit code {r['exit_code']} after {r['exit_after_s']} s with "
                 f"{r['judged_before_exit']:,} judged; cause logged: {r['cause_line']!r}; restart said unclean stop: "
                 f"{r['restart_said_unclean']}")
-    if name == "broker-pause":
+    if name in ("two-keys", "two-keys-sigkill"):
+        killed = r["ids_with_a_verdict_at_sigkill"]
+        return (f"{r['final_from_newest']}/{r['ids']} final verdicts from the newest version, "
+                f"{r['verdict_records_per_id']} verdict records per id"
+                + (f", SIGKILL at {killed:,} ids judged" if killed is not None else ""))
+    if name == "backlog":
+        growth = r["rss_growth_last_40_percent"]
+        return (f"{r['documents']:,} documents: {r['verdict_records_per_id']} verdict records per id (most "
+                f"{r['most_verdict_records_for_an_id']}), false stalls {r['false_stalls']}, gaps {r['gaps']}, RSS "
+                f"{(r['rss_last'] or 0) / 2**20:,.0f} MiB at the end, "
+                f"{'n/a' if growth is None else f'{growth:+.1%}'} over the last 40% of the documents")
+    if name in ("broker-pause", "broker-outage"):
         exits = ", ".join(f"{e['code']} at {e['at_s']:.0f} s" for e in r["worker_exits"]) or "none"
         return (f"{r['pause_s']:.0f} s SIGSTOP at {r['judged_at_pause']:,} judged: {r['log_lines_during']} log lines "
                 f"during the outage {r['log_levels_during']}, /health during {r['health_during'][0]}, after "
                 f"{r['health_after']}, first verdict {r['first_verdict_after_resume_s']} s after SIGCONT; worker "
                 f"exits (restarted on 75 and 4): {exits}")
     if name == "copies":
-        return (f"{r['verdict_records']:,} verdict records, {r['revisions']:,} revisions, largest verdict "
+        return (f"{r['verdict_records']:,} verdict records, {r['revisions']:,} revisions, "
+                f"{r['revision_entries']:,.0f} internal revision entries for {r['revised_pairs']:,.0f} revised pairs, "
+                f"largest verdict "
                 f"{r['largest_verdict_bytes']:,} B (at most {r['most_matches_listed']} matches listed), "
                 f"match_count right {r['match_count_right']:,}/{r['inputs']:,}")
     if name == "deliveries":
@@ -95,7 +111,9 @@ def detail(r: dict[str, Any]) -> str:
 @click.option("--scenarios", default=",".join(SCENARIOS), show_default=True,
               help="Comma-separated scenarios to run.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON goes.")
-def command(size: str, scenarios: str, out_dir: str) -> None:
+@click.option("--backlog-docs", type=click.IntRange(min=100), default=None,
+              help="Documents of the backlog scenario (default: the size's, 250,000 in full).")
+def command(size: str, scenarios: str, out_dir: str, backlog_docs: int | None) -> None:
     """Every input record accounted for under faults: poison, SIGKILL, full disk, broker pause, hot ids."""
     names = [s.strip() for s in scenarios.split(",") if s.strip()]
     unknown = [n for n in names if n not in SCENARIOS]
@@ -103,7 +121,8 @@ def command(size: str, scenarios: str, out_dir: str) -> None:
         raise click.BadParameter(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}",
                                  param_hint="--scenarios")
     tmp = Path(tempfile.mkdtemp(prefix="dedup-reliability-"))
-    run = Run(tang_poems(), SIZES[size], tmp, echo=lambda m: click.echo(m, err=True))
+    scale = SIZES[size] if backlog_docs is None else replace(SIZES[size], backlog_docs=backlog_docs)
+    run = Run(tang_poems(), scale, tmp, echo=lambda m: click.echo(m, err=True))
     click.echo(f"reliability ({size}) on commit {commit()}; worker logs in {tmp}", err=True)
     started = time.perf_counter()
     results = []
@@ -116,6 +135,10 @@ def command(size: str, scenarios: str, out_dir: str) -> None:
     click.echo("\n".join(lines))
     click.echo(f"total {total / 60:.1f} min, load after {load()}")
     path = save_json(out_dir, "reliability" if size == "full" else f"reliability-{size}", {
-        "commit": commit(), "size": size, "scale": vars(SIZES[size]), "total_seconds": round(total, 1),
+        "commit": commit(), "size": size, "scale": vars(scale), "total_seconds": round(total, 1),
         "worker_logs": str(tmp), "table": lines, "scenarios": results})
     click.echo(f"wrote {path}")
+    for result in results:
+        if result["scenario"] == "backlog" and "rss_samples" in result:
+            backlog_chart(result, path.with_suffix(".png"))
+            click.echo(f"wrote {path.with_suffix('.png')}")

@@ -11,100 +11,28 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stream.bench import reliability_backlog as backlog
+from stream.bench import reliability_versions as versions
 from stream.bench.harness import Deployment, Row, reference, row
 from stream.bench.observe import (
     Supervisor,
     VerdictWatch,
-    accounted,
-    compare,
     disk_bytes,
     http_status,
     load,
+    metric,
     publish,
     raw_values,
     settled_table,
 )
 from stream.bench.poison import bad_messages, kind_of
-from stream.bench.tang import near_copy, poem_stream
-from stream.service.runtime.embedded import EmbeddedBroker, free_port
-
-Publishable = tuple[bytes | None, bytes | None]
-
-
-@dataclass(frozen=True)
-class Scale:
-    fuzz_bad: int
-    fuzz_good: int
-    sigkill_docs: int
-    kill_at: tuple[float, ...]  # fractions of the documents judged when a worker is SIGKILLed
-    disk_docs: int
-    disk_size: str  # the tmpfs the first worker runs on
-    pause_docs: int
-    pause_seconds: float
-    copies: int
-    deliveries: int
-    background: int  # documents judged before the repeated deliveries of one id
-    timeout: float  # seconds any one wait may take
-
-
-SIZES = {
-    "full": Scale(10_000, 2_000, 50_000, (0.3, 0.7), 20_000, "3m", 20_000, 45.0, 1_000, 300, 500, 1200.0),
-    "small": Scale(1_000, 200, 3_000, (0.3, 0.7), 2_000, "1m", 2_000, 15.0, 200, 300, 100, 300.0),
-}
-
-
-@dataclass
-class Run:
-    """What the scenarios share: the poems, the uninterrupted answer, a temp dir, worker settings."""
-
-    poems: list[dict[str, Any]]
-    scale: Scale
-    tmp: Path
-    echo: Callable[[str], None]
-    worker_env: dict[str, str] = field(default_factory=lambda: {"DEDUP_BATCH_SIZE": "256"})
-    _expected: dict[str, Row] = field(default_factory=dict)
-    _expected_n: int = 0
-
-    def docs(self, n: int) -> list[dict[str, Any]]:
-        return poem_stream(self.poems, n)
-
-    def expected(self, n: int) -> dict[str, Row]:
-        """The uninterrupted answer for ``docs(n)``: ``reference`` (one process, same core and settings).
-        A verdict depends only on canonically earlier documents, so the answer for the longest stream
-        asked for holds for every prefix of it."""
-        if n > self._expected_n:
-            started = time.perf_counter()
-            self._expected, self._expected_n = reference(self.docs(n)), n
-            self.echo(f"  uninterrupted answer for {n:,} documents: {time.perf_counter() - started:.0f} s")
-        ids = [d["id"] for d in self.docs(n)]
-        return {i: self._expected[i] for i in ids}
-
-    @contextmanager
-    def deployment(self, name: str) -> Iterator[Deployment]:
-        tmp = self.tmp / name
-        tmp.mkdir(parents=True, exist_ok=True)
-        with EmbeddedBroker(log_path=tmp / "tansu.log") as broker, Deployment.running(broker, tmp) as d:
-            yield d
-
-
-def _encode(doc: dict[str, Any]) -> Publishable:
-    return doc["id"].encode(), json.dumps(doc, ensure_ascii=False).encode()
-
-
-def _finish(run: Run, d: Deployment, docs: list[dict[str, Any]], inputs: int, expected: dict[str, Row]
-            ) -> dict[str, Any]:
-    table = settled_table(d, [doc["id"] for doc in docs], run.scale.timeout)
-    counts = accounted(d, inputs)
-    logs = "".join(p.read_text(errors="replace") for p in d.tmp.glob("*.log") if p.name != "tansu.log")
-    compared = compare(table, expected)
-    return {**counts, "equal": compared["equal"], "compare": compared, "tracebacks_in_logs": logs.count("Traceback"),
-            "table": table}
+from stream.bench.reliability_run import Publishable, Run, encode, finish
+from stream.bench.tang import near_copy
+from stream.service.runtime.embedded import free_port
 
 
 def fuzzed(run: Run) -> dict[str, Any]:
@@ -112,14 +40,14 @@ def fuzzed(run: Run) -> dict[str, Any]:
     good = run.docs(run.scale.fuzz_good)
     expected = run.expected(len(good))
     bad = bad_messages(run.scale.fuzz_bad)
-    stream: list[Publishable] = [_encode(doc) for doc in good]
+    stream: list[Publishable] = [encode(doc) for doc in good]
     rng = random.Random(3)
     for _kind, key, value in bad:
         stream.insert(rng.randrange(len(stream) + 1), (key, value))
     with run.deployment("fuzz") as d:
         worker = d.start_worker("w", env=run.worker_env)
         publish(d, stream)
-        out = _finish(run, d, good, len(stream), expected)
+        out = finish(run, d, good, len(stream), expected)
         dead = d.read(d.dlq, timeout=30)
         codes: dict[str, Counter[str]] = {}
         for letter in dead:
@@ -140,7 +68,7 @@ def sigkill(run: Run) -> dict[str, Any]:
     expected = run.expected(len(docs))
     with run.deployment("sigkill") as d:
         data = d.tmp / "data"
-        publish(d, [_encode(doc) for doc in docs])
+        publish(d, [encode(doc) for doc in docs])
         watch = VerdictWatch(d)
         kills = []
         worker = d.start_worker("w0", data=data, env=run.worker_env)
@@ -153,7 +81,7 @@ def sigkill(run: Run) -> dict[str, Any]:
             name = f"w{i}" if i < len(run.scale.kill_at) else "last"
             worker = d.restart_after_kill(name, data, env=run.worker_env, ready_within=run.scale.timeout)
         watch.close()
-        out = _finish(run, d, docs, len(docs), expected)
+        out = finish(run, d, docs, len(docs), expected)
         out.pop("table")
         out.update(kills=kills, verdict_records=len(raw_values(d, d.verdicts)))
     return out
@@ -181,7 +109,7 @@ def full_disk(run: Run) -> dict[str, Any]:
 def _fill_and_free(run: Run, d: Deployment, mount: Path, docs: list[dict[str, Any]],
                    expected: dict[str, Row]) -> dict[str, Any]:
     data = mount / "data"
-    publish(d, [_encode(doc) for doc in docs])
+    publish(d, [encode(doc) for doc in docs])
     watch = VerdictWatch(d)
     worker = d.start_worker("full", data=data, env=run.worker_env)
     worker.may_fail = True  # type: ignore[attr-defined]
@@ -200,7 +128,7 @@ def _fill_and_free(run: Run, d: Deployment, mount: Path, docs: list[dict[str, An
     subprocess.run(["mount", "-o", "remount,size=4g", str(mount)], check=True)
     d.start_worker("roomy", data=data, env=run.worker_env)
     watch.close()
-    out = _finish(run, d, docs, len(docs), expected)
+    out = finish(run, d, docs, len(docs), expected)
     out.pop("table")
     out.update(disk=run.scale.disk_size, exit_code=code, exit_after_s=round(exit_s, 1), judged_before_exit=judged,
                cause_line=(cause[0][:300] if cause else None), log_lines_full_worker=len(log),
@@ -209,13 +137,14 @@ def _fill_and_free(run: Run, d: Deployment, mount: Path, docs: list[dict[str, An
     return out
 
 
-def broker_pause(run: Run) -> dict[str, Any]:
-    """The broker SIGSTOPped for ``pause_seconds`` while a worker works through a backlog, then SIGCONT.
-    The worker runs under a supervisor that restarts it on exit 75 or 4 (a worker may stop on output it
-    cannot deliver); the exits are reported."""
+def broker_pause(run: Run, seconds: float | None = None, name: str = "broker-pause") -> dict[str, Any]:
+    """The broker SIGSTOPped for ``seconds`` (default ``pause_seconds``) while a worker works through a
+    backlog, then SIGCONT. The worker runs under a supervisor that restarts it on exit 75 or 4; within
+    ``task_timeout`` there should be none (the exits are reported)."""
+    seconds = run.scale.pause_seconds if seconds is None else seconds
     docs = run.docs(run.scale.pause_docs)
     expected = run.expected(len(docs))
-    with run.deployment("broker-pause") as d:
+    with run.deployment(name) as d:
         port = free_port()
         data = d.tmp / "data"
         env = {**run.worker_env, "DEDUP_METRICS_PORT": str(port), "DEDUP_LOG_LEVEL": "info"}
@@ -223,36 +152,41 @@ def broker_pause(run: Run) -> dict[str, Any]:
         supervisor.start()
         try:
             d.wait_ready(data, run.scale.timeout)
-            publish(d, [_encode(doc) for doc in docs])
+            publish(d, [encode(doc) for doc in docs])
             watch = VerdictWatch(d)
             watch.wait_for(len(docs) // 4, run.scale.timeout)
-            outage = _pause_broker(run, d, port)
+            outage = _pause_broker(d, port, seconds)
             at_resume = watch.count()
             while (watch.count() == at_resume and supervisor.is_alive()
                    and time.monotonic() - outage["resumed"] < run.scale.timeout):
                 time.sleep(0.2)
             first_after = time.monotonic() - outage.pop("resumed")
             watch.close()
-            out = _finish(run, d, docs, len(docs), expected)
+            out = finish(run, d, docs, len(docs), expected)
         finally:
             supervisor.stop()
         out.pop("table")
-        out.update(pause_s=run.scale.pause_seconds, judged_at_pause=at_resume, **outage,
+        out.update(pause_s=seconds, judged_at_pause=at_resume, **outage,
                    worker_exits=supervisor.exits, health_after=http_status(f"http://127.0.0.1:{port}/health")[0],
                    first_verdict_after_resume_s=round(first_after, 1))
     return out
 
 
-def _pause_broker(run: Run, d: Deployment, port: int) -> dict[str, Any]:
-    """SIGSTOP the broker for ``pause_seconds``; the worker log lines written meanwhile, /health near its end."""
+def broker_outage(run: Run) -> dict[str, Any]:
+    """``broker_pause`` for ``outage_seconds`` (4 minutes: within the default ``task_timeout``)."""
+    return broker_pause(run, run.scale.outage_seconds, "broker-outage")
+
+
+def _pause_broker(d: Deployment, port: int, seconds: float) -> dict[str, Any]:
+    """SIGSTOP the broker for ``seconds``; the worker log lines written meanwhile, /health near its end."""
     log = d.tmp / "w.log"
     before = len(log.read_text(errors="replace").splitlines())
     broker = d.broker.proc.pid
     os.kill(broker, signal.SIGSTOP)
     try:
-        time.sleep(max(0.0, run.scale.pause_seconds - 3))
+        time.sleep(max(0.0, seconds - 3))
         health = http_status(f"http://127.0.0.1:{port}/health")
-        time.sleep(min(3.0, run.scale.pause_seconds))
+        time.sleep(min(3.0, seconds))
     finally:
         os.kill(broker, signal.SIGCONT)
     resumed = time.monotonic()
@@ -275,8 +209,11 @@ def copies(run: Run) -> dict[str, Any]:
     expected = reference(docs)
     with run.deployment("copies") as d:
         d.start_worker("w", env=run.worker_env)
-        publish(d, [_encode(doc) for doc in docs])
-        out = _finish(run, d, docs, len(docs), expected)
+        publish(d, [encode(doc) for doc in docs])
+        out = finish(run, d, docs, len(docs), expected)
+        port = d.metrics_ports["w"]
+        out.update(revision_entries=metric(port, "dedup_revision_entries_total"),
+                   revised_pairs=metric(port, "dedup_revisions_sent_total"))
         table = out.pop("table")
         records = [v for _, v in raw_values(d, d.verdicts) if v is not None]
         parsed = [json.loads(v) for v in records]
@@ -300,10 +237,10 @@ def deliveries(run: Run) -> dict[str, Any]:
     expected = reference([*background, versions[-1]])
     with run.deployment("deliveries") as d:
         d.start_worker("w", env=run.worker_env)
-        publish(d, [_encode(doc) for doc in background])
+        publish(d, [encode(doc) for doc in background])
         settled_table(d, [doc["id"] for doc in background], run.scale.timeout, settle=1.0)
-        publish_s = publish(d, [_encode(doc) for doc in versions])
-        out = _finish(run, d, [*background, versions[-1]], len(background) + len(versions), expected)
+        publish_s = publish(d, [encode(doc) for doc in versions])
+        out = finish(run, d, [*background, versions[-1]], len(background) + len(versions), expected)
         hot = out.pop("table")["hot"]
         hot_records = [v for k, v in raw_values(d, d.verdicts) if k == b"hot" and v is not None]
         out.update(deliveries=len(versions), published_in_s=round(publish_s, 4), verdict_records_for_the_id=len(
@@ -313,7 +250,8 @@ def deliveries(run: Run) -> dict[str, Any]:
 
 SCENARIOS: dict[str, Callable[[Run], dict[str, Any]]] = {
     "fuzz": fuzzed, "sigkill": sigkill, "full-disk": full_disk, "broker-pause": broker_pause,
-    "copies": copies, "deliveries": deliveries,
+    "broker-outage": broker_outage, "backlog": backlog.backlog,
+    "copies": copies, "deliveries": deliveries, **versions.SCENARIOS,
 }
 
 

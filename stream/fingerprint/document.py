@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -138,6 +139,39 @@ def _check_unicode(value: Any, where: str) -> None:
             stack.extend((child, f"{at}[{i}]") for i, child in enumerate(item))
 
 
+_KEY_END = re.compile(r'"\s*:')  # ends every key of a JSON text (and perhaps some strings)
+
+
+def _refuse_duplicate_keys(text: str, obj: Any) -> None:
+    """A cheap screen first: with no more key-like ``":`` in the text than keys in ``obj`` no key can be
+    there twice; only otherwise is the text parsed again, key by key."""
+    if len(_KEY_END.findall(text)) > _count_keys(obj):
+        json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _count_keys(value: Any) -> int:
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(v for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
+    return count
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object naming a key twice is ambiguous (which 'id', which 'text'?): refuse it rather than
+    keep the last one silently, as ``json.loads`` would."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise DocumentError(f"the key '{twice[:60]}' appears twice in one object", code="duplicate_key")
+    return obj
+
+
 def parse_document(obj: Any) -> Document:
     """Validate a decoded JSON value (or raw JSON bytes/str) into a Document."""
     checked = False  # whether every string is known to be valid Unicode already
@@ -147,7 +181,10 @@ def parse_document(obj: Any) -> Document:
         checked = "\\ud" not in obj and "\\uD" not in obj
     if isinstance(obj, str):
         try:
-            obj = json.loads(obj)
+            source_text, obj = obj, json.loads(obj)
+            _refuse_duplicate_keys(source_text, obj)
+        except DocumentError:
+            raise
         except RecursionError:
             raise DocumentError("not valid JSON: nested too deeply", code="not_json") from None
         except ValueError as exc:

@@ -14,6 +14,8 @@ DEAD_LETTERS = Counter("dedup_dead_letters_total", "Input records sent to the de
                        ["stage", "code"])
 SUPERSEDED = Counter("dedup_superseded_total", "Input records replaced by a later record of the same id before "
                      "they had a verdict (their outcome: the later record's verdict)")
+KEY_MISMATCH = Counter("dedup_key_mismatch_total", "Input records whose Kafka key is not their id (judged under "
+                       "the id; the producer should key records by id)")
 DELETES = Counter("dedup_deletes_total", "Deletions: requested (input records), removed / absent (per probed "
                   "partition), published (tombstones) / unknown (ids that never had a verdict: a no-op)", ["result"])
 EXPIRED = Counter("dedup_expired_total", "Index entries deleted because retention leaves them nothing to match")
@@ -31,7 +33,9 @@ LAG = Gauge("dedup_consumer_lag", "Records of an input partition not yet process
             "end minus the agent's position); stage documents is the documents topic", ["stage", "topic", "partition"])
 HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (probe/gather) and route: "
                "local (a partition this worker owns, no Kafka round trip) or kafka", ["hop", "route"])
-REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents")
+REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents (one per pair)")
+REVISION_ENTRIES = Counter("dedup_revision_entries_total", "Internal revision entries: one per revising document "
+                           "and gather partition, however many later documents it revises")
 BATCH_SECONDS = Histogram("dedup_batch_seconds", "Time to process one agent batch", ["agent"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 DELIVERY_WAIT = Histogram("dedup_batch_delivery_wait_seconds", "Part of a batch's time spent waiting for its "

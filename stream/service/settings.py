@@ -1,7 +1,7 @@
 """Worker settings: defaults < config file (YAML) < environment (DEDUP_*) < command-line options.
 
-Kafka security (SASL/SSL) is passed through to both clients we use: Faust/aiokafka (worker) and
-confluent-kafka (publish, verdicts, topology).
+Kafka security (SASL/SSL) is checked once (``security.Security``) and given alike to both clients we
+use: Faust/aiokafka (worker) and confluent-kafka (publish, verdicts, topology).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig
 from stream.fingerprint.schema import SIMHASH_FEATURES
 from stream.service.runtime.logs import LIBRDKAFKA_LOGGER
+from stream.service.security import Security
 from topology import Topology, load_topology
 
 ENV_PREFIX = "DEDUP_"
@@ -29,52 +30,6 @@ _CHOICES = {"log_level": LOG_LEVELS, "log_format": LOG_FORMATS, "on_broker_data_
             "segmenter": ("auto", "rjieba", "jieba"), "simhash_features": SIMHASH_FEATURES,
             "weighting": ("tf", "binary", "tfidf", "tfidf_len", "pos_weighted")}
 _NONE = object()  # a setting explicitly set to none (retention: none), as opposed to not given
-
-
-@dataclass(frozen=True)
-class Security:
-    protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
-    sasl_mechanism: str | None = None  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
-    sasl_username: str | None = None
-    sasl_password: str | None = None
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-
-    def confluent(self) -> dict[str, Any]:
-        conf: dict[str, Any] = {"security.protocol": self.protocol}
-        optional = {
-            "sasl.mechanism": self.sasl_mechanism,
-            "sasl.username": self.sasl_username,
-            "sasl.password": self.sasl_password,
-            "ssl.ca.location": self.ssl_cafile,
-            "ssl.certificate.location": self.ssl_certfile,
-            "ssl.key.location": self.ssl_keyfile,
-        }
-        conf.update({k: v for k, v in optional.items() if v})
-        return conf
-
-    def faust(self) -> Any:
-        """A faust credentials object, or None for PLAINTEXT."""
-        if self.protocol == "PLAINTEXT":
-            return None
-        import ssl
-
-        import faust
-
-        context = None
-        if "SSL" in self.protocol:
-            context = ssl.create_default_context(cafile=self.ssl_cafile)
-            if self.ssl_certfile:
-                context.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
-        if "SASL" in self.protocol:
-            return faust.SASLCredentials(
-                username=self.sasl_username,
-                password=self.sasl_password,
-                mechanism=self.sasl_mechanism or "PLAIN",
-                ssl_context=context,
-            )
-        return faust.SSLCredentials(context)
 
 
 @dataclass(frozen=True)
@@ -129,6 +84,9 @@ class Settings:
     # deleted changelog): stop and say so (an operator runs `dedup reset`), or rebuild from scratch
     on_broker_data_loss: str = "stop"
     connect_timeout: float = 10.0  # seconds a command waits for the broker to answer before giving up
+    # how long a worker rides out a broker it cannot reach (its batch unacknowledged, its output retried)
+    # before it stops with exit 75; as Kafka Streams' task.timeout.ms (docs/service.md, "Outcomes and faults")
+    task_timeout: float = 300.0
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)
@@ -188,7 +146,7 @@ def _coerce(name: str, raw: Any) -> Any:
         return None
     if name == "data_dir":
         return Path(str(raw))
-    if name in {"retention", "late_allowance"}:
+    if name in {"retention", "late_allowance", "task_timeout"}:
         if name == "retention" and str(raw).strip().lower() in ("", "none"):
             return _NONE
         return parse_duration(raw, name)
@@ -271,7 +229,9 @@ def load_settings(config_file: str | Path | None = None, env: dict[str, str] | N
     if values.get("broker") == "":
         values["broker"] = None
     values = {key: None if value is _NONE else value for key, value in values.items()}
-    settings = Settings(**values, security=Security(**security))
+    settings = Settings(**values, security=Security.checked(**security))
+    if settings.task_timeout <= 0:
+        raise ConfigError(f"task_timeout must be a positive duration, got {settings.task_timeout:g} s")
     settings.match_settings()  # checks ranges (threshold 0-1 ...) with one message each
     settings.fingerprint_config()
     return settings

@@ -104,3 +104,18 @@ def test_with_retention_a_document_seen_before_keeps_its_verdict(tmp_path: Path)
     expected = [("a1", "unique", None, []), ("a2", "duplicate", "a1", ["a1"])]
     assert summary(scan(docs, "--state", state, "--retention", "1d")) == expected
     assert summary(scan(docs, "--state", state, "--retention", "1d")) == expected
+
+
+def test_an_older_version_of_an_id_changes_nothing(tmp_path: Path) -> None:
+    """By event time, as in the stream: a line with an earlier ts than the id's known version is
+    superseded (its own output line), in one scan and across scans of a --state."""
+    docs = [{"id": "a", "text": OTHER, "ts": 20}, {"id": "a", "text": POEM, "ts": 10},
+            {"id": "c", "text": POEM, "ts": 30}, {"id": "d", "text": OTHER, "ts": 31}]
+    lines = scan(write(tmp_path / "docs.jsonl", docs))
+    assert lines[1] == {"id": "a", "superseded": True, "ts": 10, "newer_ts": 20}
+    assert [(v["id"], v["verdict"], v["canonical"]) for v in lines[2:]] == [("c", "unique", None),
+                                                                        ("d", "duplicate", "a")]
+    state = str(tmp_path / "state")
+    scan(write(tmp_path / "first.jsonl", docs[:1]), "--state", state)
+    again = scan(write(tmp_path / "second.jsonl", docs[1:]), "--state", state)
+    assert again[0]["superseded"] and again[2]["canonical"] == "a"

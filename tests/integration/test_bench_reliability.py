@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from stream.bench.harness import demo_docs
-from stream.bench.reliability_scenarios import SIZES, Run, timed
+from stream.bench.reliability_run import SIZES, Run
+from stream.bench.reliability_scenarios import timed
 
 pytestmark = pytest.mark.integration
 

@@ -75,3 +75,27 @@ def test_gather_reads_revisions_stored_one_by_one() -> None:
     st = GatherState.from_json(json.loads(json.dumps(old)))
     st.expect("t:0:2", 0, (5.0, "d"), SRC, 0xBBB, "s")
     assert [m.id for m in st.summary.listed()] == ["e"] and st.summary.count == 1
+
+
+def test_gather_the_newest_version_wins_whatever_the_arrival_or_partition() -> None:
+    """Versions are ordered by event time, then record timestamp, then partition and offset:
+    an older version arriving later (another partition, a higher offset) is refused, counted once."""
+    from stream.service.stages.messages import version_of
+
+    newer_src, older_src = Source("documents", 0, 3, 20.0), Source("documents", 1, 900, 10.0)
+    newer, older = version_of(20.0, newer_src), version_of(10.0, older_src)
+    st = GatherState("d")
+    st.expect(newer_src.round_id, 1, (20.0, "d"), newer_src, 0xBBB, "s", version=newer)
+    assert st.answer(newer_src.round_id, 0, [])
+    st.published = True
+    assert st.expect(older_src.round_id, 1, (10.0, "d"), older_src, 0xAAA, "s", version=older) == (False, True)
+    assert not st.answer(older_src.round_id, 0, [_match("x", 1.0)])  # its answers are dropped, not kept
+    assert (st.round, st.simhash, st.published, st.early) == (newer_src.round_id, 0xBBB, True, {})
+    again = GatherState.from_json(json.loads(json.dumps(st.to_json())))
+    assert again.expect(older_src.round_id, 1, (10.0, "d"), older_src, 0xAAA, "s", version=older) == (False, False)
+    # the same event time: the later record timestamp wins; the other way round it is taken
+    st = GatherState("d")
+    st.expect(older_src.round_id, 1, (10.0, "d"), older_src, 0xAAA, "s", version=older)
+    later = version_of(10.0, Source("documents", 0, 1, 11.0))
+    assert st.expect("documents:0:1", 1, (10.0, "d"), SRC, 0x111, "s", version=later) == (False, True)
+    assert st.round == "documents:0:1"

@@ -1,6 +1,6 @@
 """InputLedger: positions per input partition, gaps found, seeks asked for, lagging writes."""
 
-from stream.service.runtime.ledger import InputLedger, decode_position, encode_position, ledger_key
+from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 
 A, B = ("documents", 0), ("documents", 1)
 
@@ -136,7 +136,7 @@ def test_a_silent_partition_with_records_past_its_position_is_sought_back() -> N
     clock = Clock()
     ledger = InputLedger(lambda tp: 0, retry_after=5.0, max_attempts=3, idle_after=5.0, stall_after=60.0,
                          clock=clock)
-    assert ledger.admit([(A, 0), (A, 1), (A, 2), (B, 0)]) == ([True] * 4, {})
+    assert _handled(ledger, [(A, 0), (A, 1), (A, 2), (B, 0)]) == ([True] * 4, {})
     ends = {A: 10, B: 1}
     clock.now = 4.0
     assert ledger.stalled(ends) == {}  # the agent has been idle for less than idle_after
@@ -147,7 +147,7 @@ def test_a_silent_partition_with_records_past_its_position_is_sought_back() -> N
     assert ledger.stalled(ends) == {} and ledger.due() == {}  # one seek, repeated only as a gap's is
     clock.now = 14.5
     assert ledger.due() == {A: 3}
-    assert ledger.admit([(A, 3), (A, 4)]) == ([True, True], {})  # the re-read arrives
+    assert _handled(ledger, [(A, 3), (A, 4)]) == ([True, True], {})  # the re-read arrives
     clock.now = 100.0
     assert ledger.due() == {}
     assert ledger.stalled({A: 5, B: 1}) == {}  # caught up
@@ -173,12 +173,12 @@ def test_a_record_arriving_after_a_quiet_spell_is_not_taken_for_a_stall() -> Non
     # would process it twice: two dead letters for one bad record)
     clock = Clock()
     ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
-    ledger.admit([(A, offset) for offset in range(6)])
+    _handled(ledger, [(A, offset) for offset in range(6)])
     clock.now = 12.0
     assert ledger.stalled({A: 6}) == {}  # caught up
     assert ledger.stalled({A: 7}) == {}  # offset 6 was just fetched
     clock.now = 12.1
-    assert ledger.admit([(A, 6)]) == ([True], {})
+    assert _handled(ledger, [(A, 6)]) == ([True], {})
     clock.now = 100.0
     assert ledger.stalled({A: 7}) == {} and ledger.stalls_found == 0
     assert ledger.stalled({A: 8}) == {}  # offset 7 fetched, first seen now
@@ -211,12 +211,51 @@ def test_the_ledger_counts_are_prometheus_gauges() -> None:
         return REGISTRY.get_sample_value("dedup_input_rereads", {"agent": "test-agent", "kind": kind})
 
     assert (value("gap"), value("stall"), value("accepted")) == (0, 0, 0)
-    ledger.admit([(A, 0), (A, 3)])  # 1..2 skipped
+    _handled(ledger, [(A, 0), (A, 3)])  # 1..2 skipped
     clock.now = 10.0
     ledger.stalled({B: 5})  # B has no position: nothing
-    ledger.admit([(B, 0)])
+    _handled(ledger, [(B, 0)])
     clock.now = 20.0
     ledger.stalled({B: 5})  # B first seen behind
     clock.now = 30.0
     ledger.stalled({B: 5})
     assert (value("gap"), value("stall"), value("accepted")) == (1, 1, 0)
+
+
+def test_a_backlog_the_fetch_loop_has_not_read_is_not_a_stall() -> None:
+    # a 250k backlog: the broker holds far more of A than the fetch loop has read while the agent is
+    # busy with B; A's records were never fetched, so none was lost (three such "stalls" re-read 8,909)
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
+    _handled(ledger, [(A, 0)])
+    for second in range(1, 300):
+        clock.now = float(second)
+        _handled(ledger, [(B, second)])
+        assert ledger.stalled({A: 31_334, B: second + 1}, fetched={A: 1, B: second + 1}) == {}
+    assert ledger.stalled({A: 31_334, B: 300}, fetched={A: 5, B: 300}) == {A: 1}  # fetched, never delivered
+    clock.now = 400.0  # and an idle agent seeks whatever the evidence (a burst's lost tail)
+    _handled(ledger, [(A, 1)])
+    clock.now = 406.0
+    assert ledger.stalled({A: 31_334}, fetched={A: 2}) == {A: 2}
+
+
+def test_a_long_batch_is_not_an_idle_agent() -> None:
+    # a batch of 256 documents took over 5 s at load 12: the timer saw no new batch for 5 s and sought
+    # a partition of the backlog back ("nothing was delivered for 5 s")
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=300.0, clock=clock)
+    ledger.admit([(A, 0), (B, 0)])
+    clock.now = 30.0  # still handling or delivering it
+    assert ledger.stalled({A: 100, B: 100}, fetched={A: 1, B: 1}) == {}
+    ledger.delivered()
+    clock.now = 34.0
+    assert ledger.stalled({A: 100, B: 100}, fetched={A: 1, B: 1}) == {}
+    clock.now = 36.0  # idle for 6 s after the batch: a lost tail
+    assert ledger.stalled({A: 100, B: 100}, fetched={A: 1, B: 1}) == {A: 1, B: 1}
+
+
+def _handled(ledger: InputLedger, records: list[tuple[TP, int]]) -> tuple[list[bool], dict[TP, int]]:
+    """A batch admitted, handled and delivered at once."""
+    admitted = ledger.admit(records)
+    ledger.delivered()
+    return admitted

@@ -230,12 +230,13 @@ def test_a_lost_tail_is_found_by_the_ledger_and_read_again(monkeypatch: pytest.M
     now = [0.0]
     ledger = InputLedger(lambda tp: None, idle_after=5.0, clock=lambda: now[0])
     ledger.admit([((TP.topic, TP.partition), o) for o in consumer.streamed])
-    assert offset_gaps.known_ends(consumer, "documents") == {("documents", 0): 12}
-    assert offset_gaps.known_ends(consumer, "other") == {}
+    ledger.delivered()
+    assert offset_gaps.known_ends(consumer, "documents") == ({("documents", 0): 12}, {("documents", 0): 12})
+    assert offset_gaps.known_ends(consumer, "other") == ({}, {})
     now[0] = 6.0
-    assert ledger.stalled(offset_gaps.known_ends(consumer, "documents")) == {}  # first seen behind now
+    assert ledger.stalled(*offset_gaps.known_ends(consumer, "documents")) == {}  # first seen behind now
     now[0] = 12.0
-    for (topic, partition), offset in ledger.stalled(offset_gaps.known_ends(consumer, "documents")).items():
+    for (topic, partition), offset in ledger.stalled(*offset_gaps.known_ends(consumer, "documents")).items():
         offset_gaps.request_seek(consumer, TopicPartition(topic, partition), offset)
     assert run(consumer, monkeypatch) == list(range(12))
     assert consumer.seeks == [11]

@@ -18,7 +18,8 @@ def test_settings_precedence_file_env_overrides(tmp_path: Path) -> None:
     cfg.write_text("broker: kafka://file:1\npartitions: 3\nsecurity:\n  protocol: SASL_SSL\n  sasl_username: u\n")
     s = load_settings(cfg, env={"DEDUP_PARTITIONS": "5", "DEDUP_SASL_PASSWORD": "p"}, batch_size=7)
     assert (s.broker, s.partitions, s.batch_size) == ("kafka://file:1", 5, 7)
-    assert s.security.confluent() == {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": "p"}
+    assert s.security.confluent() == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "u",
+                                      "sasl.password": "p"}
     assert s.bootstrap == "file:1"
     assert load_settings(env={"DEDUP_BROKER": "kafka://a:1;kafka://b:2"}).bootstrap == "a:1,b:2"
     assert load_settings(env={}).local_hops is True

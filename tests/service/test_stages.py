@@ -4,8 +4,9 @@ collected and fed to the next stage by hand, as the agents would."""
 from __future__ import annotations
 
 import json
+import os
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Container
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,70 @@ def test_the_source_keys_follow_the_index() -> None:
     assert feed((b"b", None)) == {("a", "documents:0:2")}
     probe._expired.clear()  # retention runs at most every EXPIRE_SECONDS: now
     assert feed(doc("c", other, 1000.0)) == {("c", "documents:0:4")}  # a at 120 is past 1000 - 50
+
+
+def _records(batches: list[list[tuple[bytes | None, bytes, int, int, float]]], pipeline: Pipeline, out: Out
+             ) -> Counter[str]:
+    """Batches of (key, value, partition, offset, record timestamp), each run through all three stages.
+    Returns the gather entries sent, by type."""
+    sent: Counter[str] = Counter()
+    for batch in batches:
+        pipeline.documents_batch([InputRecord(k, v, Source("documents", p, o, ts)) for k, v, p, o, ts in batch])
+        while any(t in ("probe", "gather") for t, _, _ in out.sent):
+            probes = out.take("probe")
+            if probes:
+                pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
+            by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
+            for p, entries in out.take("gather"):
+                sent.update(e["t"] for e in entries)
+                sent["revised_pairs"] += sum(len(e["to"]) for e in entries if e["t"] == "revisions")
+                by_partition[p].extend(map(entry_from_json, entries))
+            pipeline.gather_batch(by_partition)
+    return sent
+
+
+def test_one_id_under_two_keys_ends_on_its_newest_version_whatever_the_arrival() -> None:
+    """The newer version (later record timestamp) sits in another partition and arrives first; the older
+    one, later: in another batch, or in the same one. The final verdict, and the index that later
+    documents meet, are the newer version's; the mismatched key is counted."""
+    from stream.service import metrics
+
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    doc = lambda i, text: json.dumps({"id": i, "text": text}).encode()  # noqa: E731
+    newer, older = (b"a", doc("a", other), 0, 7, 20.0), (b"wrong-key", doc("a", poem), 1, 900, 10.0)
+    mismatched = metrics.KEY_MISMATCH._value.get()
+    for batches in ([[newer], [older]], [[newer, older]], [[older, newer]]):
+        out = Out()
+        pipeline = _worker(out, frozenset())
+        _records([*batches, [(b"c", doc("c", other), 0, 8, 30.0), (b"p", doc("p", poem), 0, 9, 31.0)]], pipeline, out)
+        final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+        assert final["a"]["source"]["offset"] == 7, batches  # the newer version's verdict is the last one
+        assert (final["c"]["verdict"], final["c"]["canonical"]) == ("duplicate", "a")  # the index holds it
+        assert (final["p"]["verdict"], final["p"]["canonical"]) == ("unique", None)  # and not the older one
+    assert metrics.KEY_MISMATCH._value.get() == mismatched + 3
+
+
+def test_a_json_object_with_a_key_twice_is_a_dead_letter() -> None:
+    out = Out()
+    _records([[(b"a", b'{"id": "a", "text": "\xe5\xba\x8a", "id": "b"}', 0, 1, 1.0)]], _worker(out, frozenset()), out)
+    letters = [json.loads(v) for t, _, v in out.sent if t == "dlq"]
+    assert [(d["code"], d["source"]["offset"]) for d in letters] == [("duplicate_key", 1)]
+    assert not [v for t, _, v in out.sent if t == "verdicts"]
+
+
+def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies() -> None:
+    """Copies of one document, their ts a permutation (later ones often arrive first): every earlier
+    arrival revises all the later copies indexed before it (~n^2/4 pairs), in one entry per gather
+    partition; each copy's final match count is its rank. (400 copies: the pairs' state updates stay
+    quadratic, ~100 s at 1,000 on a shared machine; `dedup bench reliability` runs 1,000.)"""
+    n = int(os.environ.get("DEDUP_TEST_COPIES", "400"))
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    ts = [float((i * 7919) % n) for i in range(n)]
+    records = [(f"c{i}".encode(), json.dumps({"id": f"c{i}", "text": text, "ts": ts[i]}).encode(), 0, i, 1.0)
+               for i in range(n)]
+    out = Out()
+    sent = _records([records[i : i + 64] for i in range(0, n, 64)], _worker(out, frozenset()), out)
+    final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+    assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
+    assert sent["revise"] == 0 and 0 < sent["revisions"] <= 10 * n < sent["revised_pairs"], sent
+    print(f"{n} copies: {sent['revisions']} revision entries for {sent['revised_pairs']} revised pairs")

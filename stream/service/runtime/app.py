@@ -139,7 +139,7 @@ class DedupApp:
         self.app = faust_app(s)
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
         self.app.sensors.add(self.ready)
-        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}))
+        self.output = Output(s.confluent(**{"client.id": f"{s.app_id}-worker"}), task_timeout=s.task_timeout)
         self.topics = Topics(
             probe=topology.internal_name("probe"),
             gather=topology.internal_name("gather"),
@@ -360,8 +360,8 @@ class DedupApp:
             for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
-                    ends = known_ends(self.app.consumer, inputs[stage])
-                    self._request_seeks(ledger.stalled(ends))
+                    ends, fetched = known_ends(self.app.consumer, inputs[stage])
+                    self._request_seeks(ledger.stalled(ends, fetched))
                     metrics.set_lag(stage, self._lags(ledger, ends))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]

@@ -20,10 +20,16 @@ the retention limit those records no longer exist.
 A gap at a partition's tail brings no later record to reveal it. ``stalled`` covers that: a
 partition whose records exist past the position (the fetch loop read them, or the broker has them)
 is sought back to its position like a gap once the whole agent received nothing for ``idle_after``
-seconds (the common case: the tail of a burst lost), or the partition alone for ``stall_after``
-(long enough that a busy agent draining other partitions' fetches is not taken for a stall). Both
-count from the later of the partition's last delivery and the first check that saw it behind: a
-record that just arrived after a quiet spell is on its way, not lost.
+seconds (the common case: the tail of a burst lost; a batch still being handled or delivered, which
+takes over 5 s on a loaded machine, is not idleness). A partition silent alone while the agent is busy
+is sought back after ``stall_after`` only if the fetch loop has read past its position (records
+fetched, never delivered): that the broker has more is a backlog, not a gap (a worker working through
+250k documents declared three such false stalls and read 8,909 records again). Fetched records can
+wait in the stream's buffer (up to 4,096) behind other partitions' for over a minute on a loaded
+machine, so ``stall_after`` is 5 minutes: a tail lost while the agent stays busy is read again then,
+or as soon as the agent is idle. Both count from the
+later of the partition's last delivery and the first check that saw it behind: a record that just
+arrived after a quiet spell is on its way, not lost.
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -65,11 +71,12 @@ class InputLedger:
     """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
 
     def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
-                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 60.0,
+                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
         self._idle_after, self._stall_after = idle_after, stall_after
-        self._last_batch = -math.inf  # when the agent last received records (any partition)
+        self._last_batch = -math.inf  # when the agent last received records or finished a batch
+        self._in_batch = False  # a batch is being handled or delivered: the agent is not idle
         self._active: dict[TP, float] = {}  # when the partition last delivered a record (or was sought)
         # when a check first saw the partition behind its end (a later delivery moves _active past it)
         self._behind: dict[TP, float] = {}
@@ -93,7 +100,7 @@ class InputLedger:
         seeks: dict[TP, int] = {}
         now = self._clock()
         if records:
-            self._last_batch = now
+            self._last_batch, self._in_batch = now, True
         for tp, offset in records:
             self._active[tp] = now
             if tp not in self._next:
@@ -145,11 +152,13 @@ class InputLedger:
         return {tp: self._again(seek, now) for tp, seek in self._seeking.items()
                 if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts}
 
-    def stalled(self, ends: Mapping[TP, int]) -> dict[TP, int]:
+    def stalled(self, ends: Mapping[TP, int], fetched: Mapping[TP, int] | None = None) -> dict[TP, int]:
         """Seeks for partitions that stopped delivering. ``ends``: per assigned partition, an offset
         up to which records are known to exist (the fetch loop's read offset + 1, the broker's high
-        watermark). Called on a timer: a lost tail leaves the partition silent, not gapped."""
+        watermark); ``fetched``: the fetch loop's read offset + 1 alone (default: ``ends``). Called on
+        a timer: a lost tail leaves the partition silent, not gapped."""
         now = self._clock()
+        fetched = ends if fetched is None else fetched
         seeks = {}
         for tp, end in ends.items():
             position = self._next.get(tp)
@@ -157,7 +166,10 @@ class InputLedger:
                 self._behind.pop(tp, None)
                 continue
             silent = now - max(self._active.setdefault(tp, now), self._behind.setdefault(tp, now))
-            if silent < self._stall_after and (silent < self._idle_after or now - self._last_batch < self._idle_after):
+            agent_idle = (silent >= self._idle_after and not self._in_batch
+                          and now - self._last_batch >= self._idle_after)
+            lost_fetch = silent >= self._stall_after and fetched.get(tp, 0) > position
+            if not (agent_idle or lost_fetch):
                 continue
             self.stalls_found += 1
             log.warning("%s[%d]: offsets %d..%d exist but nothing was delivered for %.0f s; fetching them "
@@ -188,6 +200,7 @@ class InputLedger:
 
     def delivered(self) -> None:
         """The batch's output (its records' effects and the positions it wrote) was delivered."""
+        self._in_batch, self._last_batch = False, self._clock()
         self._writing = {}
         self._unsaved.update(self._admitted)
         self._admitted = {}

@@ -131,11 +131,12 @@ def request_seek(consumer: Any, tp: Any, offset: int) -> None:
     _seek_requests(consumer)[tp] = offset
 
 
-def known_ends(consumer: Any, topic: str) -> dict[tuple[str, int], int]:
-    """Per assigned partition of ``topic``: an offset up to which records are known to exist (for
-    ``InputLedger.stalled``): past what the fetch loop read, and below the broker's high watermark
-    (on tansu the base offset of the last record batch + 1: a lower bound, which is safe here)."""
-    ends = {}
+def known_ends(consumer: Any, topic: str) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """Per assigned partition of ``topic`` (for ``InputLedger.stalled``): an offset up to which records
+    are known to exist (past what the fetch loop read, and below the broker's high watermark: on tansu
+    the base offset of the last record batch + 1, a lower bound, which is safe here), and the offset
+    past what the fetch loop read alone."""
+    ends, fetched = {}, {}
     for tp in consumer.assignment():
         if tp.topic != topic:
             continue
@@ -147,7 +148,8 @@ def known_ends(consumer: Any, topic: str) -> dict[tuple[str, int], int]:
         end = max(read + 1 if read is not None else 0, highwater)
         if end:
             ends[(tp.topic, tp.partition)] = end
-    return ends
+            fetched[(tp.topic, tp.partition)] = read + 1 if read is not None else 0
+    return ends, fetched
 
 
 AWAIT_SECONDS = 3.0  # after a seek, how long records past its offset count as fetched before it

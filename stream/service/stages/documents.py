@@ -1,10 +1,13 @@
 """Stage 1: parse, fingerprint, route. Each document goes to every index partition (its tables where it
 has them; an item without tables elsewhere, so a partition holding an earlier version drops it); its
-header rides in the first partition that indexes it. Only the latest record of an id in a batch is
-judged (the others are superseded); a record that cannot be parsed or fingerprinted is dead-lettered."""
+header rides in the first partition that indexes it. Of the records of an id in a batch only the newest
+version is judged (``messages.Version``; the others are superseded); a record that cannot be parsed or
+fingerprinted is dead-lettered. A record whose key is not its id is judged under its id, counted and
+logged (docs/decisions/key-not-id.md)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,10 +18,12 @@ from stream.fingerprint.document import DELETE
 from stream.index import TableLayout
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
-from stream.service.stages.messages import Header, ProbeItem
+from stream.service.stages.messages import Header, ProbeItem, Version, version_of
 from stream.service.stages.output import Output
 from stream.service.stages.records import Hops, InputRecord, Topics
 from stream.service.stages.routing import tables_by_partition
+
+log = logging.getLogger("dedup.documents")
 
 
 class DocumentStage:
@@ -32,21 +37,22 @@ class DocumentStage:
     def handle(self, records: Sequence[InputRecord]) -> Hops:
         hops = Hops()
         metrics.DOCUMENTS.inc(len(records))
-        parsed: list[tuple[InputRecord, Any]] = []
-        last: dict[str, int] = {}  # doc id -> index in ``parsed`` of its latest record in this batch
-        for rec in records:
+        newest: dict[str, tuple[Version, int, InputRecord, Any]] = {}  # id -> its newest record in the batch
+        for i, rec in enumerate(records):
             try:
                 doc = parse_document(rec.value) if rec.value is not None else _tombstone(rec.key)
             except Exception as exc:
                 self.dead.send(exc, "parse", rec.source, rec.key, rec.value)
                 continue
-            last[doc.id] = len(parsed)
-            parsed.append((rec, doc))
-        superseded = len(parsed) - len(last)
-        if superseded:  # only the latest record of an id in a batch is judged
-            metrics.SUPERSEDED.inc(superseded)
-        for i in sorted(last.values()):
-            rec, doc = parsed[i]
+            _check_key(rec, doc.id)
+            version = version_of(_event_time(doc, rec), rec.source)
+            seen = newest.get(doc.id)
+            if seen is not None:  # only the newest version of an id in a batch is judged
+                metrics.SUPERSEDED.inc()
+                if version < seen[0]:
+                    continue
+            newest[doc.id] = (version, i, rec, doc)
+        for _, _, rec, doc in sorted(newest.values(), key=lambda entry: entry[1]):
             try:
                 self._route(rec, doc, hops)
             except Exception as exc:
@@ -61,19 +67,22 @@ class DocumentStage:
         added unless every step succeeds."""
         n = self.topics.index_partitions
         if doc.op == DELETE:
-            header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True)
+            version = version_of(_event_time(doc, rec), rec.source)
+            header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True, version=version)
             for partition in range(n):
                 hops.probes[partition].append(ProbeItem(doc.id, rec.source.round_id, b"", (0.0, doc.id), [],
-                                                        header if partition == 0 else None, delete=True))
+                                                        header if partition == 0 else None, delete=True,
+                                                        version=version))
             metrics.DELETES.labels("requested").inc()
             return
         fp = self.fingerprinter.fingerprint(doc)
-        order = (doc.ts if doc.ts is not None else rec.source.timestamp, doc.id)
+        order = (_event_time(doc, rec), doc.id)
+        version = version_of(order[0], rec.source)
         targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
         round_id = rec.source.round_id
         # Every partition hears of every document: one that holds an earlier version of this id
         # outside the new one's tables removes it (an item without tables), so no stale entry stays.
-        header = Header(doc.id, round_id, n, rec.source, order, fp.simhash, fp.schema, fp.empty)
+        header = Header(doc.id, round_id, n, rec.source, order, fp.simhash, fp.schema, fp.empty, version=version)
         raw = fp.to_bytes() if targets else b""
         if raw:  # this worker's partitions take it from here without decoding it
             fingerprint_of.remember(raw, fp)
@@ -81,7 +90,20 @@ class DocumentStage:
         for partition in range(n):
             tables = targets.get(partition, [])
             hops.probes[partition].append(ProbeItem(doc.id, round_id, raw if tables else b"", order, tables,
-                                                    header if partition == carrier else None))
+                                                    header if partition == carrier else None, version=version))
+
+
+def _event_time(doc: Document, rec: InputRecord) -> float:
+    return doc.ts if doc.ts is not None else rec.source.timestamp
+
+
+def _check_key(rec: InputRecord, doc_id: str) -> None:
+    """A key that is not the id sends versions of one document to different partitions: judged under the
+    id all the same (versions are ordered by time, not arrival), but counted and logged for the producer."""
+    if rec.key is not None and rec.key != doc_id.encode("utf-8", "surrogateescape"):
+        metrics.KEY_MISMATCH.inc()
+        log.warning("a record's key is not its id (key %r, id %r at %s); publish with key = id",
+                    rec.key[:60], doc_id[:60], rec.source.round_id)
 
 
 def _tombstone(key: bytes | None) -> Document:

@@ -11,7 +11,7 @@ from stream.index import KVStore
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.gather_state import GatherState
-from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Source, dumps, loads
+from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Revisions, Source, dumps, loads
 from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
 
@@ -33,7 +33,11 @@ class GatherStage:
         writes: list[tuple[bytes, bytes | None]] = []  # None deletes
         by_doc: dict[str, list[GatherEntry]] = defaultdict(list)
         for entry in entries:
-            by_doc[entry.doc].append(entry)
+            if isinstance(entry, Revisions):
+                for revise in entry.expand():
+                    by_doc[revise.doc].append(revise)
+            else:
+                by_doc[entry.doc].append(entry)
         states = dict(zip(by_doc, store.multi_get([doc.encode() for doc in by_doc]), strict=True))
         for doc, doc_entries in by_doc.items():
             try:
@@ -51,7 +55,8 @@ class GatherStage:
             except Exception as exc:
                 if is_fault(exc):
                     raise
-                headers = (e if isinstance(e, Header) else e.header for e in doc_entries if not isinstance(e, Revise))
+                headers = (e if isinstance(e, Header) else e.header
+                           for e in doc_entries if isinstance(e, Header | Answer))
                 source = next((h.source for h in headers if h is not None), None)
                 self.dead.send(exc, "gather", source or Source("", partition, -1, 0.0), doc.encode(), None)
                 continue
@@ -67,7 +72,8 @@ class GatherStage:
             header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
             if header is not None:
                 complete, superseded = state.expect(header.round, header.expected, header.order, header.source,
-                                                    header.simhash, header.schema, header.empty, header.delete)
+                                                    header.simhash, header.schema, header.empty, header.delete,
+                                                    header.version)
                 if superseded:
                     metrics.SUPERSEDED.inc()
                 due = due or complete

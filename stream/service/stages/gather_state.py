@@ -7,9 +7,11 @@ publishes what the transitions ask for. A document's state follows its latest in
 - a round is complete when its ``expect`` header and answers from all ``expected`` partitions are in;
   a redelivery repeats the round id, so it completes again with the same matches and republishes an
   identical verdict;
-- a later input record of the same id starts a new round: the summary of matches starts afresh (the
+- a newer version of the id (``messages.Version``: event time, record timestamp, partition and offset;
+  never the order of arrival) starts a new round: the summary of matches starts afresh (the
   new round's probe finds every earlier document again), and the old round, if it never published,
-  is *superseded* (counted; its late answers are dropped);
+  is *superseded* (counted; its late answers are dropped); an older version arriving later is
+  superseded at once and changes nothing;
 - a revision (a canonically earlier document that arrived later matched this one) names the version
   it matched by its SimHash: it merges into the summary of that version (at once, or when that
   version's header arrives) and, once the document has published, republishes it with
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stream.detect import MAX_MATCHES, Match, MatchSummary, Order
-from stream.service.stages.messages import Source
+from stream.service.stages.messages import Source, Version, version_from_json
 
 # versions of a document whose revisions are kept until their header arrives (a newer version's header
 # supersedes the older ones, so only the last few can still arrive)
@@ -38,14 +40,24 @@ def round_position(round_id: str) -> tuple[str, int] | None:
 
 
 def is_newer(round_id: str, than: str | None) -> bool:
-    """Whether ``round_id`` is a later input record than ``than`` (any round is newer than none; of
-    records from different partitions, the one arriving now is taken as the newer)."""
+    """Whether ``round_id`` is a later input record than ``than`` by position alone (any round is newer
+    than none; of records from different partitions, the one arriving now is taken as the newer). Only
+    for rounds without a ``Version`` (headers and states written before versions)."""
     if than is None:
         return True
     a, b = round_position(round_id), round_position(than)
     if a is None or b is None or a[0] != b[0]:
         return round_id != than
     return a[1] > b[1]
+
+
+def newer_version(version: Version | None, round_id: str, than: Version | None, than_round: str | None) -> bool:
+    """Whether the record (``version``, ``round_id``) is a newer version than (``than``, ``than_round``)."""
+    if than_round is None:
+        return True
+    if version is None or than is None:
+        return is_newer(round_id, than_round)
+    return version > than
 
 
 @dataclass
@@ -60,6 +72,8 @@ class GatherState:
     order: Order | None = None
     source: Source | None = None
     round: str | None = None
+    version: Version | None = None  # of the current round
+    passed: list[str] = field(default_factory=list)  # the last few rounds replaced or refused: late answers dropped
     expected: int = 0
     got: list[int] = field(default_factory=list)  # partitions that answered the current round
     summary: MatchSummary = field(default_factory=MatchSummary)
@@ -80,7 +94,8 @@ class GatherState:
             "doc": self.doc, "sim": self.simhash, "schema": self.schema, "empty": self.empty,
             "order": list(self.order) if self.order else None,
             "source": self.source.to_json() if self.source else None,
-            "round": self.round, "expected": self.expected, "got": self.got,
+            "round": self.round, "v": list(self.version) if self.version else None, "passed": self.passed,
+            "expected": self.expected, "got": self.got,
             "summary": self.summary.to_json(),
             "early": self.early,
             "early_matches": {r: [m.to_wire() for m in ms] for r, ms in self.early_matches.items()},
@@ -96,7 +111,8 @@ class GatherState:
             schema=str(d.get("schema", "")), empty=bool(d.get("empty")),
             order=(float(order[0]), str(order[1])) if order else None,
             source=Source.from_json(d["source"]) if d.get("source") else None,
-            round=d.get("round"), expected=int(d.get("expected", 0)),
+            round=d.get("round"), version=version_from_json(d.get("v")), passed=[str(r) for r in d.get("passed") or []],
+            expected=int(d.get("expected", 0)),
             got=[int(p) for p in d.get("got") or []],
             summary=MatchSummary.from_json(d.get("summary") or {}, limit),
             early={str(r): [int(p) for p in ps] for r, ps in (d.get("early") or {}).items()},
@@ -123,12 +139,15 @@ class GatherState:
         return changed
 
     def expect(self, round_id: str, expected: int, order: Order, source: Source, simhash: int, schema: str,
-               empty: bool = False, delete: bool = False) -> tuple[bool, bool]:
-        """The header of a round: (complete now?, an unpublished older round was superseded?)."""
+               empty: bool = False, delete: bool = False, version: Version | None = None) -> tuple[bool, bool]:
+        """The header of a round: (complete now?, a round was superseded: an unpublished older one by
+        this, or this one, an older version than the current one?)."""
         superseded = False
         if round_id != self.round:
-            if not is_newer(round_id, self.round):
-                return False, False  # a replay of an older record: the newer round stands
+            if not newer_version(version, round_id, self.version, self.round):
+                first = round_id not in self.passed  # counted once, not again when redelivered
+                self._pass(round_id)  # an older version, or a replay of one: the newer round stands
+                return False, first
             # an unfinished deletion, or a version without its verdict, is replaced by this record
             superseded = self.round is not None and (self.deleting or not self.published)
             if self.round is not None:  # a new version of the document: its probe finds everything again
@@ -137,11 +156,11 @@ class GatherState:
                 if not delete:  # a deletion needs to know whether a verdict of the document is out
                     self.published = False
             self.deleting = delete
-            self.round, self.expected = round_id, expected
+            if self.round is not None:
+                self._pass(self.round)
+            self.round, self.version, self.expected = round_id, version, expected
             self.got = self.early.pop(round_id, [])
             pending = self.early_matches.pop(round_id, [])
-            self.early = {r: ps for r, ps in self.early.items() if is_newer(r, round_id)}
-            self.early_matches = {r: ms for r, ms in self.early_matches.items() if r in self.early}
             self.order, self.simhash = order, simhash
             self._merge(pending)
             revisions = self.pending.pop(simhash, None)
@@ -154,16 +173,27 @@ class GatherState:
     def answer(self, round_id: str, partition: int, matches: list[Match], final: bool = True) -> bool:
         """(A piece of) one partition's answer; True if the current round is complete after it."""
         if round_id != self.round:
-            if is_newer(round_id, self.round):  # its header has not arrived yet: keep it for then
+            if round_id not in self.passed:  # its header has not arrived yet: keep it for then
                 parts = self.early.setdefault(round_id, [])
                 if final and partition not in parts:
                     parts.append(partition)
                 self.early_matches.setdefault(round_id, []).extend(matches)
+                for old in list(self.early)[:-PENDING_VERSIONS]:  # rounds whose headers may never come
+                    self.early.pop(old, None)
+                    self.early_matches.pop(old, None)
             return False  # else a superseded round's late answer
         if final and partition not in self.got:
             self.got.append(partition)
         self._merge(matches)
         return self.complete
+
+    def _pass(self, round_id: str) -> None:
+        """``round_id`` will not be the current round again: forget its early answers, drop its late ones."""
+        self.early.pop(round_id, None)
+        self.early_matches.pop(round_id, None)
+        if round_id in self.passed:
+            self.passed.remove(round_id)
+        self.passed = [*self.passed, round_id][-PENDING_VERSIONS:]
 
     def revise(self, match: Match, version: int) -> bool:
         """A canonically earlier document matched the version of this one whose SimHash is ``version``;

@@ -4,7 +4,9 @@ probe topic   value = JSON list of ``ProbeItem``, one message per target partiti
 gather topic  value = JSON list of gather entries, one message per gather partition per batch:
   ``Header``  {"t": "expect", ...}  a document's header (from the document stage, when nothing is probed)
   ``Answer``  {"t": "answer", ...}  one partition's earlier matches of a document (from the probe stage)
-  ``Revise``  {"t": "revise", ...}  a canonically earlier document matched this one (from the probe stage)
+  ``Revise``  {"t": "revise", ...}  a canonically earlier document matched this one
+  ``Revisions`` {"t": "revisions", ...}  one document matched several later ones of the partition (the
+              probe stage sends these; ``Revise`` is what the gather stage expands them into)
 
 A document with target partitions sends no header of its own: it rides in the probe item of its first
 target partition and comes back, with the SimHash, schema and order, in that partition's answer. The
@@ -67,6 +69,21 @@ def _order(w: list[Any]) -> Order:
     return (float(w[0]), str(w[1]))
 
 
+# Which of two records of one id is the newer version, whatever the order they arrive in: the later
+# event time (the document's ``ts``, else the record timestamp), then the later record timestamp, then
+# the higher partition and offset (within a partition: the producer's order) (docs/service.md, "One
+# truth per id").
+Version = tuple[float, float, int, int]
+
+
+def version_of(event_time: float, source: Source) -> Version:
+    return (event_time, source.timestamp, source.partition, source.offset)
+
+
+def version_from_json(w: list[Any] | None) -> Version | None:
+    return None if not w else (float(w[0]), float(w[1]), int(w[2]), int(w[3]))
+
+
 @dataclass(frozen=True)
 class Header:
     """What the verdict of one round of a document needs besides its matches."""
@@ -80,6 +97,7 @@ class Header:
     schema: str = ""
     empty: bool = False
     delete: bool = False  # the round deletes the document: no verdict, a tombstone once complete
+    version: Version | None = None  # None: a header from before versions (its round counts as newer)
 
     def to_json(self) -> dict[str, Any]:
         d = {"t": "expect", "doc": self.doc, "round": self.round, "expected": self.expected,
@@ -87,13 +105,15 @@ class Header:
              "schema": self.schema, "empty": self.empty}
         if self.delete:
             d["delete"] = True
+        if self.version is not None:
+            d["v"] = list(self.version)
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Header:
         return cls(str(d["doc"]), str(d["round"]), int(d["expected"]), Source.from_json(d["source"]),
                    _order(d["order"]), int(d["sim"]), str(d["schema"]), bool(d.get("empty")),
-                   bool(d.get("delete")))
+                   bool(d.get("delete")), version_from_json(d.get("v")))
 
 
 @dataclass(frozen=True)
@@ -139,9 +159,37 @@ class Revise:
         return cls(str(d["doc"]), Match.from_wire(d["match"]), int(d["version"]))
 
 
-GatherEntry = Header | Answer | Revise
-_ENTRY_TYPES: dict[str, type[Header] | type[Answer] | type[Revise]] = {
-    "expect": Header, "answer": Answer, "revise": Revise}
+@dataclass(frozen=True)
+class Revisions:
+    """One document (``by``: its id, order and SimHash) matched several canonically later documents of
+    one gather partition: one entry for them all, not one ``Revise`` each. ``to``: per later document
+    its id, the version that matched, and the pair's match fields (distance, similarity, exact,
+    containment, relation). 1,000 copies arriving out of order made ~n^2/4 entries one each."""
+
+    by: Match  # id, order and simhash of the earlier document; its pair fields unused
+    to: list[tuple[str, int, Match]]
+
+    def to_json(self) -> dict[str, Any]:
+        by = [self.by.id, self.by.order[0], self.by.order[1], self.by.simhash]
+        return {"t": "revisions", "by": [*by, self.by.source] if self.by.source else by,
+                "to": [[doc, version, m.distance, m.similarity, m.exact, m.containment, m.relation]
+                       for doc, version, m in self.to]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Revisions:
+        """``by`` may carry a fifth field: where the earlier document's record is (``Match.source``)."""
+        doc_id, ts, tie, sim, *rest = d["by"]
+        by = Match(str(doc_id), 0, 0.0, (float(ts), str(tie)), simhash=int(sim), source=str(rest[0]) if rest else "")
+        return cls(by, [(str(w[0]), int(w[1]), Match(by.id, int(w[2]), float(w[3]), by.order, bool(w[4]), by.simhash,
+                                                        float(w[5]), str(w[6]), by.source)) for w in d["to"]])
+
+    def expand(self) -> list[Revise]:
+        return [Revise(doc, match, version) for doc, version, match in self.to]
+
+
+GatherEntry = Header | Answer | Revise | Revisions
+_ENTRY_TYPES: dict[str, type[Header] | type[Answer] | type[Revise] | type[Revisions]] = {
+    "expect": Header, "answer": Answer, "revise": Revise, "revisions": Revisions}
 
 
 def entry_from_json(d: dict[str, Any]) -> GatherEntry:
@@ -157,6 +205,7 @@ class ProbeItem:
     tables: list[int]
     header: Header | None = None  # the document's header, in its first target partition only
     delete: bool = False  # remove the document from this partition (sent to every partition)
+    version: Version | None = None  # an older version than the partition has heard of is not indexed
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"doc": self.doc, "round": self.round, "fp": b64(self.fp),
@@ -165,6 +214,8 @@ class ProbeItem:
             d["header"] = self.header.to_json()
         if self.delete:
             d["delete"] = True
+        if self.version is not None:
+            d["v"] = list(self.version)
         return d
 
     @classmethod
@@ -172,7 +223,7 @@ class ProbeItem:
         header = d.get("header")
         return cls(str(d["doc"]), str(d["round"]), unb64(d["fp"]), _order(d["order"]),
                    [int(t) for t in d["tables"]], None if header is None else Header.from_json(header),
-                   bool(d.get("delete")))
+                   bool(d.get("delete")), version_from_json(d.get("v")))
 
 
 def dumps(obj: Any) -> bytes:

@@ -68,8 +68,11 @@ class Batch:
 
 
 class Output:
-    def __init__(self, conf: dict[str, Any]) -> None:
-        self.producer = Producer({**PRODUCER_DEFAULTS, **conf})
+    def __init__(self, conf: dict[str, Any], task_timeout: float = 300.0) -> None:
+        # librdkafka retries each record (idempotently) until message.timeout.ms; a batch waits for its
+        # records as long: a broker outage shorter than ``task_timeout`` delays the batch, never fails it
+        self.task_timeout = task_timeout
+        self.producer = Producer({**PRODUCER_DEFAULTS, "message.timeout.ms": int(task_timeout * 1000), **conf})
         # sends happen on the event loop, delivery reports on the poll thread
         self._lock = threading.Lock()
         self._loose = Batch(self)  # records produced outside any agent batch (nobody waits for them)
@@ -184,11 +187,13 @@ class Output:
                                         "the producer's message.max.bytes", code="too_large") from None
                 raise OutputError(f"cannot produce to {topic}: {exc}") from None
 
-    async def flush(self, batch: Batch, timeout: float = 30.0) -> None:
-        """Wait until every record of ``batch`` is delivered.
+    async def flush(self, batch: Batch, timeout: float | None = None) -> None:
+        """Wait until every record of ``batch`` is delivered (at most ``task_timeout`` and a few seconds
+        for the last reports: librdkafka times each record out itself after ``task_timeout``).
 
         Raises ``OutputError`` if any of them failed or timed out: the batch must not be acknowledged.
         """
+        timeout = self.task_timeout + 5.0 if timeout is None else timeout
         if self._current is batch:
             self._current = self._loose
         loop = asyncio.get_running_loop()

@@ -18,7 +18,16 @@ from stream.fingerprint.schema import schema_changes
 from stream.index import BlockIndex, BufferedStore, IndexHit, KVStore
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
-from stream.service.stages.messages import Answer, GatherEntry, ProbeItem, Revise, Source, dumps, loads
+from stream.service.stages.messages import (
+    Answer,
+    GatherEntry,
+    ProbeItem,
+    Revisions,
+    Source,
+    dumps,
+    loads,
+    version_from_json,
+)
 from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
 from stream.service.stages.routing import doc_partition
@@ -31,6 +40,9 @@ SETTINGS_KEY = b"\xffdedup-settings"
 # ... and where each indexed document's input record is (its round, "topic:partition:offset"), keyed by
 # its order so that retention deletes them in key order: a match then names where its text can be read
 SOURCE_PREFIX = b"\xffdedup-source:"
+# + a document id: the newest version (``messages.Version``) of that id the partition has heard of, so
+# an older version arriving later neither replaces it in the index nor removes it
+VERSION_KEY = b"\xffdedup-version:"
 ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal message
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
@@ -152,7 +164,11 @@ class ProbeStage:
         run: list[tuple[ProbeItem, Fingerprint, Order]] = []
         ids: set[str] = set()
         n = self.topics.gather_partitions
+        store = self._open(partition)[2]
         for item in items:
+            if self._older_than_known(store, item):  # the gather stage refuses its round too
+                out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
+                continue
             answered = item.delete or not item.tables  # a deletion, or a document with nothing to index here
             # Such an item removes its id's indexed version, which the run before it must still see.
             # When the partition holds none (most of the ~2% of items without tables at 8 partitions),
@@ -202,11 +218,32 @@ class ProbeStage:
                 last = start + ANSWER_CHUNK >= len(earlier)
                 answers.append(Answer(item.doc, item.round, partition, earlier[start : start + ANSWER_CHUNK],
                                       header if start == 0 else None, final=last))
+            later: dict[int, list[tuple[str, int, Match]]] = defaultdict(list)  # by gather partition
             for m in matches:
                 if m.order > order:
-                    mine = replace(m, id=item.doc, order=order, simhash=fp.simhash, source=item.round)
-                    out[doc_partition(m.id, n)].append(Revise(m.id, mine, m.simhash))
-                    metrics.REVISIONS.inc()
+                    later[doc_partition(m.id, n)].append((m.id, m.simhash, replace(m, id=item.doc, order=order,
+                                                                                    simhash=fp.simhash,
+                                                                                    source=item.round)))
+            by = Match(item.doc, 0, 0.0, order, simhash=fp.simhash, source=item.round)
+            for gather_partition, targets in later.items():
+                out[gather_partition].append(Revisions(by, targets))
+                metrics.REVISIONS.inc(len(targets))
+                metrics.REVISION_ENTRIES.inc()
+
+    @staticmethod
+    def _older_than_known(store: BufferedStore, item: ProbeItem) -> bool:
+        """Whether a newer version of the item's id has been here; else record the item's version (written
+        with the index's own records, so a redelivered item finds its own version and goes on)."""
+        if item.version is None:  # an item from before versions
+            return False
+        key = VERSION_KEY + item.doc.encode("utf-8", "surrogateescape")
+        raw = store.get(key)
+        known = None if raw is None else version_from_json(loads(raw))
+        if known is not None and item.version < known:
+            return True
+        if known != item.version:
+            store.put(key, dumps(list(item.version)))
+        return False
 
     def _with_sources(self, partition: int, run: Sequence[tuple[ProbeItem, Fingerprint, Order]],
                       replaced: Sequence[IndexHit | None], all_matches: list[list[Match]]) -> list[list[Match]]:
