@@ -154,7 +154,7 @@ def plot(steps: list[Step], out: Path) -> None:
 @click.option("--batch", default=512, show_default=True, help="Documents per query_insert_many call.")
 @click.option("--near", default=0.02, show_default=True, help="Share of each batch copied from the batch before.")
 @click.option("--payload", default=600, show_default=True, help="Payload bytes per document.")
-@click.option("--seed", default=1, show_default=True)
+@click.option("--seed", default=1, show_default=True, help="Seed of the random stream.")
 @click.option("--dir", "work_dir", type=click.Path(path_type=Path), default=None,
               help="Where the index is built (default: a temporary directory, removed at the end).")
 @click.option("--out", default="bench-results/scale", show_default=True, type=click.Path(path_type=Path))
