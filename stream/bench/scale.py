@@ -157,7 +157,8 @@ def plot(steps: list[Step], out: Path) -> None:
 @click.option("--seed", default=1, show_default=True, help="Seed of the random stream.")
 @click.option("--dir", "work_dir", type=click.Path(path_type=Path), default=None,
               help="Where the index is built (default: a temporary directory, removed at the end).")
-@click.option("--out", default="bench-results/scale", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", default="bench-results/scale", show_default=True, type=click.Path(path_type=Path),
+              help="Where scale.json and scale.png go.")
 def command(size: int, step: int, batch: int, near: float, payload: int, seed: int, work_dir: Path | None,
             out: Path) -> None:
     """Grow one index partition to --size documents: cost, memory, disk and reopen time against N."""
