@@ -30,9 +30,9 @@ from typing import Any
 
 import click
 
-from stream.bench.common import DEFAULT_OUT, commit, pyplot, save_json, stamp, versions
+from stream.bench.common import commit, pyplot, save_json, stamp, versions
 from stream.bench.corpus_zh import default_corpus
-from stream.bench.scan import sample
+from stream.bench.scan import corpus_options, sample
 
 # Each peer reads the same JSONL, then one loop: shingles -> MinHash -> query -> insert.
 _READ = """
@@ -162,11 +162,7 @@ def plot(result: dict[str, Any], out: Path) -> None:
 
 
 @click.command("peers")
-@click.option("--corpus", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="JSONL corpus (default: the one `dedup bench corpus-zh` builds).")
-@click.option("--docs", "count", default=1700, show_default=True, help="Documents of the corpus to scan.")
-@click.option("--rounds", default=5, show_default=True, help="Alternating rounds of every variant.")
-@click.option("--out", "out_dir", default=f"{DEFAULT_OUT}/peers", show_default=True, help="Where the JSON and PNG go.")
+@corpus_options("peers")
 def command(corpus: Path | None, count: int, rounds: int, out_dir: str) -> None:
     """dedup scan vs datasketch and rensa MinHash LSH loops on real ~3 KB Chinese documents."""
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:

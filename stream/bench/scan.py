@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -92,12 +93,28 @@ def plot(result: dict[str, object], out: Path) -> None:
     plt.close(fig)
 
 
+def corpus_options(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The options of a whole-process benchmark on the zh3k sample: --corpus, --docs, --rounds, --out
+    (``bench-results/NAME`` by default)."""
+    options = [
+        click.option("--corpus", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="JSONL corpus (default: the one `dedup bench corpus-zh` builds)."),
+        click.option("--docs", "count", default=1700, show_default=True, help="Documents of the corpus to scan."),
+        click.option("--rounds", default=5, show_default=True, help="Alternating rounds of every variant."),
+        click.option("--out", "out_dir", default=f"{DEFAULT_OUT}/{name}", show_default=True,
+                     help="Where the JSON and PNG go."),
+    ]
+
+    def wrap(function: Callable[..., None]) -> Callable[..., None]:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return wrap
+
+
 @click.command("scan")
-@click.option("--corpus", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="JSONL corpus (default: the one `dedup bench corpus-zh` builds).")
-@click.option("--docs", "count", default=1700, show_default=True, help="Documents of the corpus to scan.")
-@click.option("--rounds", default=5, show_default=True, help="Alternating rounds of every variant.")
-@click.option("--out", "out_dir", default=f"{DEFAULT_OUT}/scan", show_default=True, help="Where the JSON and PNG go.")
+@corpus_options("scan")
 def command(corpus: Path | None, count: int, rounds: int, out_dir: str) -> None:
     """dedup scan vs jieba.lcut alone on real ~3 KB Chinese documents, whole processes."""
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
