@@ -298,10 +298,20 @@ def record_of(msg: Any) -> dict[str, Any] | None:
 def start_offsets(reader: TopicReader, since: float | None, at_end: bool) -> dict[int, int] | None:
     """Where to start reading each partition: the first record at or after ``since``; else the end
     (``at_end``), else the beginning (None)."""
-    from confluent_kafka import OFFSET_END, TopicPartition
+    from confluent_kafka import OFFSET_END, KafkaException, TopicPartition
 
     if since is None:
-        return dict.fromkeys(reader.partitions, OFFSET_END) if at_end else None
+        if not at_end:
+            return None
+        # the end as an offset now, not OFFSET_END: that one is resolved when the first fetch goes out,
+        # and what was published meanwhile (a busy machine: seconds) would be skipped
+        ends = {}
+        for p in reader.partitions:
+            try:
+                ends[p] = reader.consumer.get_watermark_offsets(TopicPartition(reader.topic, p), timeout=10)[1]
+            except KafkaException:  # the broker did not say: its end, as it will be when reading starts
+                ends[p] = OFFSET_END
+        return ends
     wanted = [TopicPartition(reader.topic, p, int(since * 1000)) for p in reader.partitions]
     found = reader.consumer.offsets_for_times(wanted, timeout=10)
     return {tp.partition: tp.offset if tp.offset >= 0 else OFFSET_END for tp in found}
