@@ -62,7 +62,8 @@ class BandTables:
 
     def add_many(self, tables: np.ndarray, values: np.ndarray, handles: np.ndarray) -> None:
         self.memtable.add_many(tables, values, handles)
-        self._log(tables, values, handles)
+        if self.directory is not None and len(values):
+            self._log(_tags(tables, values), handles)
 
     def remove_many(self, tables: np.ndarray, values: np.ndarray, handles: np.ndarray) -> None:
         """From the memtable; runs keep the entries, which the record check drops (module doc)."""
@@ -73,22 +74,24 @@ class BandTables:
 
     def find_many(self, tables: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         where, found = self.memtable.find_many(tables, values)
-        return self._with_runs(tables, values, where, found)
+        if not self.runs or not len(values):
+            return where, found
+        return self._with_runs(_tags(tables, values), where, found)
 
     def find_add_many(self, tables: np.ndarray, values: np.ndarray, handles: np.ndarray,
                       ) -> tuple[np.ndarray, np.ndarray]:
         where, found = self.memtable.find_add_many(tables, values, handles)
-        result = self._with_runs(tables, values, where, found)
-        self._log(tables, values, handles)
-        return result
+        if self.directory is None or not len(values):
+            return where, found
+        tags = _tags(tables, values)  # once, for the runs and the log
+        if self.runs:
+            where, found = self._with_runs(tags, where, found)
+        self._log(tags, handles)
+        return where, found
 
     # -- runs -----------------------------------------------------------------------------------
 
-    def _with_runs(self, tables: np.ndarray, values: np.ndarray, where: np.ndarray, found: np.ndarray,
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        if not self.runs or not len(values):
-            return where, found
-        tags = band_tags(np.ascontiguousarray(tables, dtype=np.int64), np.ascontiguousarray(values, dtype=np.uint64))
+    def _with_runs(self, tags: np.ndarray, where: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         wheres, founds = [where], [found]
         for run in self.runs:
             w, f = run.find(tags)
@@ -99,10 +102,7 @@ class BandTables:
         pairs = np.unique(where.astype(np.uint64) << np.uint64(40) | found)
         return (pairs >> np.uint64(40)).astype(np.int64), pairs & np.uint64((1 << 40) - 1)
 
-    def _log(self, tables: np.ndarray, values: np.ndarray, handles: np.ndarray) -> None:
-        if self.directory is None or not len(values):
-            return
-        tags = band_tags(np.ascontiguousarray(tables, dtype=np.int64), np.ascontiguousarray(values, dtype=np.uint64))
+    def _log(self, tags: np.ndarray, handles: np.ndarray) -> None:
         end = self._logged + len(tags)
         if end > len(self._log_tags):
             size = max(2 * len(self._log_tags), end, 1 << 16)
@@ -178,3 +178,7 @@ class BandTables:
             if file.name != MANIFEST and file.name.split(".")[0] + ".dat" not in keep:
                 file.unlink()
         return matched
+
+
+def _tags(tables: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return band_tags(np.ascontiguousarray(tables, dtype=np.int64), np.ascontiguousarray(values, dtype=np.uint64))
