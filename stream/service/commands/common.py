@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -45,3 +49,24 @@ broker_option = click.option(
          "machine, if any.")
 config_option = click.option("--config", "-c", "config", default=None, type=click.Path(dir_okay=False),
                              help="YAML settings file (env DEDUP_CONFIG).")
+
+
+@contextmanager
+def until_stopped() -> Iterator[Callable[[], bool]]:
+    """A flag that SIGINT (Ctrl-C) or SIGTERM raises, for a command that runs until stopped; a second
+    signal interrupts at once. Installed whatever the process inherited: started in the background by
+    a non-interactive shell (``nohup ... &``, some CI runners) it inherits SIGINT ignored, and Python then
+    never turns Ctrl-C or ``kill -INT`` into KeyboardInterrupt: the command would run on for ever."""
+    stopped = threading.Event()
+
+    def stop(_signum: int, _frame: Any) -> None:
+        if stopped.is_set():
+            raise KeyboardInterrupt
+        stopped.set()
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped.is_set
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import click
 
-from stream.service.commands.common import broker_option, client_settings, config_option
+from stream.service.commands.common import broker_option, client_settings, config_option, until_stopped
 from stream.service.commands.reader import TopicReader
 from stream.service.settings import Settings
 
@@ -360,7 +360,7 @@ def show_all(settings: Settings, topic: str, select: VerdictFilter, printer: Ver
 
 def follow_records(settings: Settings, topic: str, select: VerdictFilter, printer: VerdictPrinter,
            stop: Callable[[], bool] = lambda: False) -> VerdictStats:
-    """Records as they arrive, from the end (or ``select.since``) until Ctrl-C (or ``stop()``).
+    """Records as they arrive, from the end (or ``select.since``) until ``stop()`` (or Ctrl-C).
 
     From the end means records published from now on: a broker may list the end of a partition
     inside its last record batch (tansu: the batch's base offset + 1, docs/service.md), so records
@@ -403,7 +403,7 @@ def _filtered(rows: Iterable[dict[str, Any]], select: VerdictFilter) -> list[dic
 @click.option("--all", "every", is_flag=True, help="Every record as published: first verdicts, revisions and "
                                                    "deletions, in topic order (default: the current answer per id).")
 @click.option("--follow", "-f", is_flag=True, help="Print records as they arrive, from now (or --since), until "
-                                                   "Ctrl-C; the topic is not read first.")
+                                                   "Ctrl-C or SIGTERM; the topic is not read first.")
 @click.option("--verdict", "verdict_names", multiple=True, type=click.Choice(VERDICTS),
               help="Only these verdicts (repeat for several); 'deleted' shows deleted ids.")
 @click.option("--id", "ids", multiple=True, metavar="ID", help="Only this id, or ids matching a glob such as "
@@ -424,7 +424,8 @@ def verdicts(config: str | None, broker: str | None, every: bool, follow: bool, 
     select = VerdictFilter(frozenset(verdict_names), frozenset(ids), since)
     printer = VerdictPrinter(as_json)
     if follow:
-        stats = follow_records(settings, name, select, printer)
+        with until_stopped() as stopped:  # polled every 0.5 s: the reader is closed and the summary printed
+            stats = follow_records(settings, name, select, printer, stop=stopped)
         _report(stats.summary(), as_json)
         return
     if every:
