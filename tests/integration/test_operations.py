@@ -81,10 +81,12 @@ def _tsv(result: subprocess.CompletedProcess[str]) -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
-# Passes alone (in the dev and in a fresh venv) but failed twice inside the full suite in a fresh venv:
-# the --follow subprocess did not exit within 30 s of SIGINT. Kept out of the default run until that is
-# understood; run it with -m slow.
-@pytest.mark.slow
+def _sigint_ignored() -> None:
+    """What a command started with ``nohup ... &`` by a non-interactive shell inherits (the full suite run
+    that way once saw --follow ignore SIGINT): --follow must stop on it all the same."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_verdicts_current_answer_filters_and_follow(deployment: Deployment, corpus: list[dict[str, Any]]) -> None:
     docs = corpus[:60]
     deployment.start_worker("w")
@@ -117,7 +119,8 @@ def test_verdicts_current_answer_filters_and_follow(deployment: Deployment, corp
     assert len(_tsv(dedup(deployment, "verdicts", "--since", "1h"))) == len(docs) - 1
 
     follow = subprocess.Popen([sys.executable, "-m", "stream", "verdicts", "--follow", "--json"],
-                              env=deployment.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              env=deployment.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=_sigint_ignored)
     try:
         time.sleep(8)  # started, at the end of the topic
         fresh = [{"id": "fresh-1", "text": "一段全新的文字，从未在这里出现过。" * 4, "ts": 1},
