@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stream.bench.harness import demo_docs
+from tests.harness import demo_docs
 
 ROUNDS = 12  # copies of the 400 bundled poems: long enough to be killed mid-run
 

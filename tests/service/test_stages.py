@@ -325,7 +325,7 @@ def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies
     """Copies of one document, their ts a permutation (later ones often arrive first): every earlier
     arrival revises all the later copies indexed before it (~n^2/4 pairs), in one entry per gather
     partition; each copy's final match count is its rank. (400 copies: the pairs' state updates stay
-    quadratic, ~100 s at 1,000 on a shared machine; `dedup bench reliability` runs 1,000.)"""
+    quadratic, ~100 s at 1,000 on a shared machine; `python -m benchmarks reliability` runs 1,000.)"""
     n = int(os.environ.get("DEDUP_TEST_COPIES", "400"))
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     ts = [float((i * 7919) % n) for i in range(n)]
