@@ -27,7 +27,8 @@ from stream.batch.state import state_index
 from stream.detect import Detector, warm_up
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
+from stream.storage import MemoryStore
 
 K, BANDS = 3, FingerprintConfig().band_tables  # the product's band tables (16 + 8 prefix bands)
 

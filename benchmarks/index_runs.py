@@ -19,7 +19,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from stream.index import BlockIndex, RocksStore
+from stream.index import BlockIndex
+from stream.storage import RocksStore
 
 K = 3
 HOT_BLOCK = 0xBEEF  # the shared top block of the skewed distribution (same for data and queries)

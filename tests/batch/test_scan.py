@@ -77,7 +77,7 @@ def test_state_carries_over_between_runs(tmp_path: Path) -> None:
     result = dedup("scan", str(second), "--state", state, "--bands", "8")
     assert result.returncode == 3 and "schema" in result.stderr and "Traceback" not in result.stderr
     # a state directory of an older index format is refused with a message, not a traceback
-    from stream.index import RocksStore
+    from stream.storage import RocksStore
 
     index = RocksStore(str(tmp_path / "state" / "index"))
     config = json.loads(index.get(b"\xffconfig") or b"{}")

@@ -13,10 +13,10 @@ from typing import Any
 
 from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.index import MemoryStore
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.stages.records import Hops
+from stream.storage import MemoryStore
 
 PARTITIONS, INDEX_PARTITIONS = 4, 3  # gather and index partitions: different, so nothing may mix them up
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS, INDEX_PARTITIONS)

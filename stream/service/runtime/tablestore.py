@@ -38,7 +38,7 @@ def storage(what: str) -> Iterator[None]:
 
 
 class FaustTableStore:
-    """``stream.index.store.KVStore`` over ``table``'s partition ``partition``; every RocksDB failure
+    """``stream.storage.KVStore`` over ``table``'s partition ``partition``; every RocksDB failure
     is raised as ``StorageError``."""
 
     def __init__(self, table: Any, partition: int, output: Output, unlogged: bytes = b"") -> None:

@@ -7,13 +7,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from stream.detect import MAX_MATCHES, verdict_of
-from stream.index import KVStore
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Revisions, Source, dumps, loads
 from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
+from stream.storage import KVStore
 
 
 class GatherStage:

@@ -9,7 +9,7 @@ from typing import Any
 
 from stream.detect import warm_up
 from stream.fingerprint import parse_document
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
 from stream.service import metrics
 from stream.service.stages.documents import DocumentStage
 from stream.service.stages.gather import GatherStage
@@ -17,6 +17,7 @@ from stream.service.stages.messages import GatherEntry, ProbeItem, dumps
 from stream.service.stages.output import Output
 from stream.service.stages.probe import ProbeStage
 from stream.service.stages.records import Hops, InputRecord, Topics, merge
+from stream.storage import MemoryStore
 
 # Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
 # of 64 messages can answer hundreds of documents; a probe item carries a ~0.7 KB fingerprint.

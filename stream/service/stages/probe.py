@@ -15,7 +15,7 @@ from stream.detect import Detector, Match, MatchSettings, Order, differences, fi
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import BlockIndex, BufferedStore, IndexHit, KVStore
+from stream.index import BlockIndex, IndexHit
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import (
@@ -31,6 +31,7 @@ from stream.service.stages.messages import (
 from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
 from stream.service.stages.routing import doc_partition
+from stream.storage import BufferedStore, KVStore
 
 CHECKPOINT_SECONDS = 5.0
 EXPIRE_SECONDS = 10.0  # with retention: how often a partition deletes entries too old to match

@@ -16,7 +16,7 @@ all k + 1 sub-buckets (one per sub-block) and a query descends into the k + 1 su
 sub-blocks; the split stays lossless. It recurses while at least k + 1 bits remain (each sub-block
 needs one bit).
 
-The LSH band tables are not buckets: they live in memory (bandmap.py).
+The LSH band tables are not buckets: they live in memory (bands/memtable.py).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def remove_bits(value: int, low: int, width: int) -> int:
 
 
 class BlockScheme(Protocol):
-    """What the generic bucket/split machinery (table.py) needs from a table kind."""
+    """What the generic bucket/split machinery (simhash/table.py) needs from a table kind."""
 
     kind: str  # "simhash" or "band": the name used in stats and in IndexHit.via
     top_len: int  # bytes of the top-level block value in keys
@@ -87,7 +87,7 @@ class BlockScheme(Protocol):
 
     def whole_payload(self, fingerprint: int, source: BlockSource) -> bytes:
         """What an entry of a split top-level bucket keeps: enough for the whole source, so that its
-        sub-buckets can be dealt from it (table.py keeps them in memory only)."""
+        sub-buckets can be dealt from it (simhash/table.py keeps them in memory only)."""
         ...
 
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
@@ -105,7 +105,7 @@ class BlockScheme(Protocol):
 
     def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         """``root_state(source_of(top, p))[0]`` of whole payloads, as uint64: what a split top-level
-        bucket keeps per entry to deal its entries into sub-buckets (table.py)."""
+        bucket keeps per entry to deal its entries into sub-buckets (simhash/table.py)."""
         ...
 
     def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
@@ -133,7 +133,7 @@ class SimhashBlocks:
     candidate at k = 3) are dropped once the hit's record, fetched anyway for its doc id, gives the
     whole fingerprint. 24 bits rather than 32: ~4.5 bytes per document less on disk (docs/index.md,
     "Decisions"). An entry of a split bucket stores the whole rest (``whole_payload``, 6 bytes): its
-    sub-buckets are dealt from it in memory (table.py).
+    sub-buckets are dealt from it in memory (simhash/table.py).
     """
 
     kind = "simhash"

@@ -1,4 +1,4 @@
-"""A validated batch of documents for ``BlockIndex``'s batch calls (batch.py): what each document
+"""A validated batch of documents for ``BlockIndex``'s batch calls (batch/calls.py): what each document
 brings (fingerprint, id, time, bands, tables, payload), checked once and kept as arrays."""
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
 Sub-buckets are not stored: a split top-level bucket keeps each entry once, and its sub-buckets
 (where each entry sits in k + 1 of them per level) live in memory only (storing them cost k + 1
 entries per document and level: docs/index.md, "Decisions"). In the cache a split node
-(``SplitBucket``, buckets.py) keeps every entry of its subtree and deals a sub-bucket from them when
-a descent reaches it; the cache (cache.py) evicts a leaf sub-bucket on its own (it is dealt again)
+(``SplitBucket``, simhash/buckets.py) keeps every entry of its subtree and deals a sub-bucket from them when
+a descent reaches it; the cache (simhash/cache.py) evicts a leaf sub-bucket on its own (it is dealt again)
 and a split node only with its top-level bucket. A document's entry is at its top-level bucket, so
 deleting it needs no list of its keys, and the descent finds it in the leaves.
 
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stream.index import batch_keys
-from stream.index.buckets import Bucket, SplitBucket, take
-from stream.index.cache import BucketCache
+from stream.index.batch import keys as batch_keys
 from stream.index.records import HANDLE_LEN
-from stream.index.schemes import BlockScheme, BlockSource, DescentState
-from stream.index.stats import StatsRecorder
-from stream.index.store import KVStore
+from stream.index.simhash.buckets import Bucket, SplitBucket, take
+from stream.index.simhash.cache import BucketCache
+from stream.index.simhash.schemes import BlockScheme, BlockSource, DescentState
+from stream.index.simhash.stats import StatsRecorder
+from stream.storage.kv import KVStore
 
 ENTRY_TAG, SPLIT_TAG, CHILD_TAG = b"e", b"s", b"x"
 

@@ -135,7 +135,7 @@ def bucket_growth(blocks, before, use, min_split, bins):  # type: ignore[no-unty
     return new_buckets, big[:found]
 
 
-# The root arena's chains (arena.py): per table t and block value b a chain of pool entries, newest
+# The root arena's chains (simhash/arena.py): per table t and block value b a chain of pool entries, newest
 # first: ``head[t, b]`` its first entry (-1: none), ``nxt[e]`` the next, ``efp``/``ehandle`` the
 # entry's masked fingerprint and handle, ``length[t, b]`` how many.
 

@@ -7,7 +7,7 @@ with a directory are a small log-structured merge tree of their own:
 - new entries go to the map (the *memtable*, which answers the batch path's find-and-add) and to an
   append-only log of (40-bit tag, handle);
 - once the log holds ``memtable_entries``, it is sorted by tag and written as an immutable run
-  (band_runs.py), and the map starts empty; a new run is merged with the one before it while that
+  (bands/runs.py), and the map starts empty; a new run is merged with the one before it while that
   one is at most twice its size, so ~log2(entries / memtable_entries) runs stay;
 - a probe asks the map, then each run (a Bloom filter in memory, one page read on a positive).
 Handles found are candidates: the caller checks the band value in the record, as for the map's own
@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from stream.index.band_runs import SortedRun, band_tags, merged_chunks, sorted_chunks
-from stream.index.bandmap import BandMap
+from stream.index.bands.memtable import BandMap
+from stream.index.bands.runs import SortedRun, band_tags, merged_chunks, sorted_chunks
 
 DEFAULT_MEMTABLE_ENTRIES = 1 << 22  # ~175k documents of 24 bands; ~140 MB with its log
 MANIFEST = "manifest.json"

@@ -1,9 +1,9 @@
-"""The query half of a batch run (batch.py): every document against the index as it was before the
+"""The query half of a batch run (batch/calls.py): every document against the index as it was before the
 run, then the pairs inside the run.
 
 SimHash: one compiled pass compares every document with the entries of its unsplit roots in the
-root arena (batch_roots.py); the documents below a split root are descended together, per root
-(split_batch.py).
+root arena (batch/roots.py); the documents below a split root are descended together, per root
+(simhash/split_batch.py).
 Bands: one compiled call looks every (document, band) of the batch up in the band map. One multi-get
 reads the records of every hit.
 """
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stream.index import split_batch
-from stream.index.batch_roots import Resolved
-from stream.index.kernels import pairs_within
-from stream.index.query import hits
+from stream.index.batch.roots import Resolved
+from stream.index.document.query import hits
 from stream.index.records import IndexHit
+from stream.index.simhash import split_batch
+from stream.index.simhash.kernels import pairs_within
 from stream.index.state import IndexState
 
 if TYPE_CHECKING:
-    from stream.index.batch_data import Batch
+    from stream.index.batch.data import Batch
 
 def answer_lists(n: int) -> list[list[IndexHit]]:
     """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
@@ -40,7 +40,7 @@ def query_run(state: IndexState, batch: Batch, resolved: Resolved, first: int | 
     run being inserted, its documents hold the handles from ``first`` on (``batch_insert.allocate``)
     and enter the band map here: each document's answer also gets the documents before it in the
     run that its query will find once they are inserted (``query_insert_many``).
-    ``resolved``: the run's root buckets (batch_roots.py)."""
+    ``resolved``: the run's root buckets (batch/roots.py)."""
     answers = answer_lists(len(batch))
     near: dict[int, set[int]] = {}
     band: dict[int, dict[int, list[int]]] = {}
@@ -68,7 +68,7 @@ def _index_hits(state: IndexState, batch: Batch, near: dict[int, set[int]], band
 
 def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]], resolved: Resolved) -> None:
     """Handles whose stored bits lie within k of each document (``near``), by one compiled pass over
-    the unsplit roots in the arena and one descent per split root (split_batch.py), and the
+    the unsplit roots in the arena and one descent per split root (simhash/split_batch.py), and the
     candidate statistics as ``query`` keeps them."""
     arena = state.cache.arena
     blocks, use, below = resolved.blocks, resolved.arena, resolved.below

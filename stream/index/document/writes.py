@@ -15,8 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
-from stream.index.buckets import Bucket
-from stream.index.query import cached_roots, probe
+from stream.index.document.query import cached_roots, probe
 from stream.index.records import (
     EXPIRY_NS,
     HANDLE_NS,
@@ -27,8 +26,9 @@ from stream.index.records import (
     lookup_puts,
     ts_key,
 )
+from stream.index.simhash.buckets import Bucket
+from stream.index.simhash.table import ENTRY_TAG, BucketTable, Leaf
 from stream.index.state import IndexState, Probe
-from stream.index.table import ENTRY_TAG, BucketTable, Leaf
 
 # Leaves that reached the split threshold, to consider once every table took the change.
 Grown = list[tuple[BucketTable, Leaf, tuple[int, int]]]
@@ -104,7 +104,7 @@ def add(state: IndexState, handle: int, doc: StoredDocument, tables: frozenset[i
 
 
 def _leaf_entries(probed: Probe, fingerprint: int, hb: bytes) -> list[tuple[bytes, bytes | None]]:
-    """One entry per table, at the top-level bucket; whole once it is split (table.py)."""
+    """One entry per table, at the top-level bucket; whole once it is split (simhash/table.py)."""
     puts: list[tuple[bytes, bytes | None]] = []
     for table, leaves, source in probed:
         if leaves[0].path:

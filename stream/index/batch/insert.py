@@ -1,18 +1,18 @@
-"""The insert half of a batch run (batch.py): the keys of ``writes.add`` for every document of the
+"""The insert half of a batch run (batch/calls.py): the keys of ``writes.add`` for every document of the
 run, built at once by numpy (``batch_keys``) and written in one batch, then the same cache and
 counter updates.
 
 Order, so that a load never reads an entry that is then appended to its cached bucket again:
 1. the buckets the run appends to are resolved (in the root arena, created empty or loaded) before
-   any write (batch_roots.py, before the run's query, which reads the same buckets);
+   any write (batch/roots.py, before the run's query, which reads the same buckets);
 2. everything is written in one batch, laid out by kind (every entry of table 0, ..., every
    record, every expiry key, every doc id): RocksDB then fills one column family at a time, 1.9 us
    less per document at 1M than switching families per document (docs/index.md, "Decisions").
    Each document's keys keep their commit order (entries, record, expiry key, doc id), so a
    changelog prefix holds a doc id only for a complete document;
 3. the entries are appended to the roots resolved in 1 (one compiled call; below a split root: to
-   its split nodes, split_batch.py), counted, and hot buckets split.
-The band tables take the run's band values in the band map (bandmap.py) before its queries
+   its split nodes, simhash/split_batch.py), counted, and hot buckets split.
+The band tables take the run's band values in the band map (bands/memtable.py) before its queries
 (``allocate``).
 """
 
@@ -22,21 +22,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stream.index import batch_keys, split_batch
-from stream.index.batch_roots import Resolved, SplitRoots
-from stream.index.kernels import bucket_growth
+from stream.index.batch import keys as batch_keys
+from stream.index.batch.roots import Resolved, SplitRoots
 from stream.index.records import EXPIRY_NS, HANDLE_LEN, HANDLE_NS, PAYLOAD_FLAG, PAYLOAD_LEN
+from stream.index.simhash import split_batch
+from stream.index.simhash.kernels import bucket_growth
+from stream.index.simhash.table import ENTRY_TAG, Leaf
 from stream.index.state import IndexState
-from stream.index.store import WritePairs
-from stream.index.table import ENTRY_TAG, Leaf
+from stream.storage.kv import WritePairs
 
 if TYPE_CHECKING:
-    from stream.index.batch_data import Batch
+    from stream.index.batch.data import Batch
 
 def allocate(state: IndexState, batch: Batch, queried: bool) -> int:
     """Handles for the documents of a run (the first is returned, the others follow in order), and
     their entries in the band map unless the run is ``queried`` (its query adds them as it finds,
-    batch_query.py): the run's queries tell its own documents by their handles, and the records
+    batch/query.py): the run's queries tell its own documents by their handles, and the records
     that name them are written later."""
     n = len(batch)
     start = state.handles.take(n)
@@ -81,7 +82,7 @@ def _split_entries(state: IndexState, batch: Batch, below: SplitRoots, handle_ma
 
 
 def _mirror_splits(state: IndexState, batch: Batch, below: SplitRoots, handles: np.ndarray) -> None:
-    """As ``writes.add`` below split roots: every entry into the split nodes on its way (split_batch.py),
+    """As ``writes.add`` below split roots: every entry into the split nodes on its way (simhash/split_batch.py),
     the leaf counters, then splits of leaves that grew enough. The leaves dealt from these nodes are
     dropped from the cache (they lack the new entries; a descent deals them again)."""
     for (t, _), (root_key, root, docs) in below.items():

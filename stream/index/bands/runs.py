@@ -1,6 +1,6 @@
 """Sorted runs of band-table entries on disk, each with a Bloom filter and page fences in memory.
 
-The older part of the band tables of an index on disk (bandtables.py): an immutable run is a file of
+The older part of the band tables of an index on disk (bands/tables.py): an immutable run is a file of
 10-byte entries sorted by tag (the top 40 bits of a 64-bit hash of (band table, band value), then the
 document's 40-bit handle, both big-endian). In memory a run keeps a blocked Bloom filter of its tags
 (12 bits per entry, 512-bit blocks, 7 probes: ~0.5% false positives) and the first tag of each page

@@ -21,8 +21,7 @@ from rocksdict import (
     WriteOptions,
 )
 
-from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
-from stream.index.store import KVStore, WriteOp, prefix_end
+from stream.storage.kv import KVStore, WriteOp, prefix_end
 
 
 class RocksStore(KVStore):
@@ -54,10 +53,11 @@ class RocksStore(KVStore):
       keeps its ids in the default family (no filter) and still opens.
     """
 
-    HASHED_BELOW = HANDLE_NS  # the block index's record namespaces start here
+    # The block index's key namespaces (stream/index/records.py; tests/storage/test_store.py checks they agree)
+    HASHED_BELOW = b"\xfc"  # its record namespaces start here: below are its bucket entries
     HASH_PREFIX = 3  # table id + 16-bit top block
     ENTRY_FAMILY = "entries"
-    IDS_FROM, IDS_UNTIL = DOC_NS, EXPIRY_NS  # the doc-id namespace
+    IDS_FROM, IDS_UNTIL = b"\xfd", b"\xfe"  # its doc-id namespace
     ID_FAMILY = "ids"
     ID_BLOOM_BITS = 10
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from stream.index.kernels import chain_append, chain_collect, chain_gather, chain_push, chain_relink, chain_within
+from stream.index.simhash.kernels import (
+    chain_append,
+    chain_collect,
+    chain_gather,
+    chain_push,
+    chain_relink,
+    chain_within,
+)
 
 
 class RootArena:

@@ -14,11 +14,11 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from stream.index.buckets import Bucket
-from stream.index.kernels import as_signed, within, within_tables
 from stream.index.records import RECORD_HEAD, IndexHit, record_tail, shares_band
+from stream.index.simhash.buckets import Bucket
+from stream.index.simhash.kernels import as_signed, within, within_tables
+from stream.index.simhash.table import Leaf
 from stream.index.state import IndexState, Probe
-from stream.index.table import Leaf
 
 BandCandidates = dict[int, list[int]]  # handle -> the band columns where the band map holds it
 

@@ -1,9 +1,9 @@
-"""The SimHash root buckets of a batch run (batch.py), resolved once before its query and insert.
+"""The SimHash root buckets of a batch run (batch/calls.py), resolved once before its query and insert.
 
-Every unsplit root a run uses is put into the cache's root arena (arena.py): created there when new,
+Every unsplit root a run uses is put into the cache's root arena (simhash/arena.py): created there when new,
 moved there when cached as a ``Bucket`` or loaded from the store. The run's query then filters all
 its unsplit roots and its insert appends to them by one compiled call each; the documents below split
-roots are descended per root (split_batch.py). The arena is pinned from here to the end of the run:
+roots are descended per root (simhash/split_batch.py). The arena is pinned from here to the end of the run:
 eviction cannot take a root the run reads or appends to.
 """
 
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stream.index.buckets import SplitBucket
-from stream.index.cache import ROOT_ABSENT, ROOT_ARENA, ROOT_LEAF, ROOT_SPLIT
+from stream.index.simhash.buckets import SplitBucket
+from stream.index.simhash.cache import ROOT_ABSENT, ROOT_ARENA, ROOT_LEAF, ROOT_SPLIT
 from stream.index.state import IndexState
 
 if TYPE_CHECKING:
-    from stream.index.batch_data import Batch
+    from stream.index.batch.data import Batch
 
 SplitRoots = dict[tuple[int, int], tuple[bytes, SplitBucket, list[int]]]
 

@@ -6,8 +6,8 @@ from collections import deque
 
 import numpy as np
 
-from stream.index.arena import RootArena
-from stream.index.buckets import Bucket
+from stream.index.simhash.arena import RootArena
+from stream.index.simhash.buckets import Bucket
 
 # BucketCache.root_states: not cached, a leaf (a Bucket), split, a leaf in the root arena
 ROOT_ABSENT, ROOT_LEAF, ROOT_SPLIT, ROOT_ARENA = 0, 1, 2, 3
@@ -269,7 +269,7 @@ class BucketCache:
 
     def drop_dealt(self, root: bytes) -> None:
         """Forget the leaf sub-buckets dealt below top-level bucket ``root`` (its split nodes stay):
-        a batch added entries to the split nodes without them (split_batch.py)."""
+        a batch added entries to the split nodes without them (simhash/split_batch.py)."""
         subtree = self.subtrees.get(root)
         if subtree:
             for key in [key for key in subtree if not self.buckets[key].split]:

@@ -6,7 +6,7 @@ from array import array
 
 import numpy as np
 
-from stream.index.schemes import BlockScheme
+from stream.index.simhash.schemes import BlockScheme
 
 
 class Bucket:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stream.index.buckets import SplitBucket
-from stream.index.kernels import bucket_growth
-from stream.index.schemes import BlockScheme
-from stream.index.stats import StatsRecorder
-from stream.index.table import CHILD_TAG, BucketTable, sub_key
+from stream.index.simhash.buckets import SplitBucket
+from stream.index.simhash.kernels import bucket_growth
+from stream.index.simhash.schemes import BlockScheme
+from stream.index.simhash.stats import StatsRecorder
+from stream.index.simhash.table import CHILD_TAG, BucketTable, sub_key
 
 _U64 = np.uint64
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import BufferedStore, KVStore, MemoryStore, RocksStore
-from stream.index.store import WritePairs, prefix_end
+from stream.storage import BufferedStore, KVStore, MemoryStore, RocksStore
+from stream.storage.kv import WritePairs, prefix_end
 
 
 @pytest.fixture(params=["memory", "rocks", "buffered"])
@@ -197,3 +197,10 @@ def test_rocks_store_opens_a_database_without_the_id_family(tmp_path: Path) -> N
     assert [k for k, _ in store.scan_prefix(b"")] == [b"\x01\x02\x03e", b"\xfcrec", b"\xfddoc", b"\xfddoc2"]
     store.close()
     assert "ids" not in Rdict.list_cf(path)
+
+
+def test_rocks_families_are_cut_at_the_index_namespaces() -> None:
+    """RocksStore's column families follow the block index's key namespaces without importing the index."""
+    from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
+
+    assert (RocksStore.HASHED_BELOW, RocksStore.IDS_FROM, RocksStore.IDS_UNTIL) == (HANDLE_NS, DOC_NS, EXPIRY_NS)

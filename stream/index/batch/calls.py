@@ -8,7 +8,7 @@ such document takes the one-document path between the runs. Within a run a docum
 index before the run plus the run's earlier documents, found by one compiled all-pairs pass
 (SimHash) and by the band map, which takes the run's band values before its queries: splits of
 SimHash buckets are lossless, so their timing changes no answer, and band tables do not split
-(bandmap.py). Then the run is inserted at once (``batch_insert``): numpy builds every key, one write
+(bands/memtable.py). Then the run is inserted at once (``batch_insert``): numpy builds every key, one write
 stores them.
 """
 
@@ -22,8 +22,11 @@ from itertools import chain
 
 import numpy as np
 
-from stream.index import batch_insert, batch_query, batch_roots, query, writes
-from stream.index.batch_data import Batch, BatchBands
+from stream.index.batch import insert as batch_insert
+from stream.index.batch import query as batch_query
+from stream.index.batch import roots as batch_roots
+from stream.index.batch.data import Batch, BatchBands
+from stream.index.document import query, writes
 from stream.index.layout import TableLayout
 from stream.index.records import IndexHit, doc_key
 from stream.index.state import IndexState
@@ -83,7 +86,7 @@ def _run_batch(state: IndexState, batch: Batch, with_query: bool) -> list[list[I
 
 @contextmanager
 def _pinned(state: IndexState) -> Iterator[None]:
-    """The root arena pinned for a run (batch_roots.py), then the cache evicted down to its bound."""
+    """The root arena pinned for a run (batch/roots.py), then the cache evicted down to its bound."""
     state.cache.pinned = True
     try:
         yield
