@@ -53,7 +53,7 @@ class FingerprintConfig:
     # Opt-in: texts up to this many characters are also verified on exact character 3-grams, so one
     # changed character in a 40-character text stays a near-duplicate. Off by default: on the Tang
     # track it adds 112 pairs (the same poem with 1-2 variant characters) that the 5-gram ground truth
-    # calls different, P 0.994 -> 0.845 at 40 characters (README "Short texts").
+    # calls different, P 0.994 -> 0.845 at 40 characters (docs/detect.md "Short texts").
     short_text_chars: int = 0
     char_n: int = 5  # shingle sizes, as the ground truth defines similarity
     word_n: int = 3
