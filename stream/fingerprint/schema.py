@@ -45,7 +45,7 @@ def schema_changes(stored: dict[str, Any], current: dict[str, Any]) -> tuple[lis
 class FingerprintConfig:
     segmenter: str = "auto"  # auto (rjieba, else jieba) | rjieba | jieba: same tokens (HMM off)
     simhash_features: str = "words"  # words: segmented + weighted (docs/text.md); shingles: binary
-    weighting: str = "tf"  # stream.text.weights.WEIGHTINGS; tf has the best SimHash F1 (docs/text.md, "Decisions")
+    weighting: str = "tf"  # stream.text.weights.WEIGHTINGS; the best SimHash F1: docs/decisions/weighting-tf-default.md
     pos_tags: bool = False  # pos_weighted (POS-weighted SimHash) with jieba POS tags (cut_pos: ~15% slower than cut)
     idf: str = "jieba"  # jieba: jieba's bundled table; stream: document frequencies learned from the stream
     short_text_features: int = 16  # fewer word features -> add character n-grams to the SimHash
