@@ -71,7 +71,7 @@ class FingerprintConfig:
     # LSH bands over the shingles of the first ``prefix_chars`` characters of the content only, in
     # band tables after the ``bands`` ones: a truncated or excerpted repost keeps its original's
     # beginning, so it collides there even when its Jaccard to the whole original is low
-    # (docs/detect.md, "Decisions").
+    # (docs/decisions/prefix-bands.md).
     prefix_bands: int = 8
     prefix_rows: int = 5
     prefix_chars: int = 400
