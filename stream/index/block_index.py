@@ -24,9 +24,9 @@ from stream.index.state import IndexState
 from stream.storage.kv import BufferedStore, KVStore, MemoryStore
 from stream.storage.rocks import RocksStore
 
-# pending writes (store keys) before a batch goes to RocksDB: ~290 documents (docs/index.md, "Decisions")
+# pending writes (store keys) before a batch goes to RocksDB: ~290 documents (docs/decisions/index-storage-layout.md)
 DEFAULT_WRITE_BUFFER = 2048
-DEFAULT_MIN_SPLIT = 1024  # docs/index.md, "Decisions": minimum split size
+DEFAULT_MIN_SPLIT = 1024  # minimum split size: docs/decisions/index-resplitting.md
 BAND_DIR = "bands"  # inside an index's RocksDB directory: the band tables' runs (bands/tables.py)
 
 

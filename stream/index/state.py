@@ -1,5 +1,5 @@
 """``IndexState``: what a block index is made of, shared by its per-document calls (document/query.py,
-insert.py) and its batch calls (batch*.py). ``BlockIndex`` (block_index.py) opens one and is its API.
+document/writes.py) and its batch calls (batch/). ``BlockIndex`` (block_index.py) opens one and is its API.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ WriteOp = tuple[bytes, bytes | None]
 class WritePairs(Sequence[WriteOp]):
     """Puts as two aligned lists, for ``write_ops``: iterating makes no tuple per write (``zip`` reuses
     its result when the loop unpacks it), where a list of 3,600 pairs per batch cost ~1 us per
-    document to build (docs/index.md, "Decisions")."""
+    document to build (docs/decisions/index-hot-paths.md)."""
 
     __slots__ = ("key_list", "value_list")  # not "keys": dict.update would take it for a mapping
 
@@ -168,9 +168,9 @@ class BufferedStore(KVStore):
     ``max_ops`` writes or more goes straight down, after the pending ones.
 
     Why: a RocksDB write costs ~25 us per document in 7-key batches but ~9 us in batches of 64+
-    documents (the WAL append and the per-call cost are paid once per batch; docs/index.md,
-    "Decisions"). Reads see pending writes: ``get``/``multi_get`` through an overlay, ``scan_prefix``
-    by draining first when a pending key may start with the prefix (tracked by its first
+    documents (the WAL append and the per-call cost are paid once per batch;
+    docs/decisions/index-storage-layout.md). Reads see pending writes: ``get``/``multi_get`` through
+    an overlay, ``scan_prefix`` by draining first when a pending key may start with the prefix (tracked by its first
     ``ROOT_LEN`` bytes, the block index's routing prefix; the index's cache-miss scans rarely touch a
     bucket with pending entries, since written buckets are cached).
 

@@ -120,7 +120,7 @@ class RocksStore(KVStore):
     @classmethod
     def _entry_options(cls, cache: Cache) -> Options:
         # Entries are only scanned, never looked up by key: a longer run of delta-encoded keys between
-        # restart points costs a scan nothing and saves ~1 B/fp at 100k skewed (docs/index.md, "Decisions").
+        # restart points costs a scan nothing and saves ~1 B/fp at 100k skewed (docs/decisions/index-storage-layout.md).
         options = cls._options(cache, restart_interval=128)
         options.set_prefix_extractor(SliceTransform.create_max_len_prefix(cls.HASH_PREFIX))
         # the stub omits the bucket count the binding takes

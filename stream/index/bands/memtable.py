@@ -5,7 +5,7 @@ almost every probe of a band table finds nothing: 16 new buckets per document. A
 RocksDB (one entry key per document and band) they would cost a write of ~0.9 us each (random keys
 into the hash memtable), a ``Bucket`` object each in the read cache (which overflows after ~30k
 documents, and then every probe scans), and 16 of a document's ~29 changelog records in the service
-(docs/index.md, "Decisions"). The records hold every document's band values and tables, so this map
+(docs/decisions/index-band-map.md). The records hold every document's band values and tables, so this map
 is derived state: built from them when an index opens a store that is not empty.
 
 Layout: open addressing with linear probing over three parallel arrays, per slot a 32-bit tag of

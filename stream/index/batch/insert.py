@@ -7,7 +7,7 @@ Order, so that a load never reads an entry that is then appended to its cached b
    any write (batch/roots.py, before the run's query, which reads the same buckets);
 2. everything is written in one batch, laid out by kind (every entry of table 0, ..., every
    record, every expiry key, every doc id): RocksDB then fills one column family at a time, 1.9 us
-   less per document at 1M than switching families per document (docs/index.md, "Decisions").
+   less per document at 1M than switching families per document (docs/decisions/index-hot-paths.md).
    Each document's keys keep their commit order (entries, record, expiry key, doc id), so a
    changelog prefix holds a doc id only for a complete document;
 3. the entries are appended to the roots resolved in 1 (one compiled call; below a split root: to

@@ -1,7 +1,7 @@
 """Keys and values of a whole batch of documents at once (``BlockIndex.insert_many``).
 
 Building an insert's 7 keys one document at a time costs ~10 us of Python (int shifts, ``to_bytes``,
-concatenations; docs/index.md, "Decisions"). Here numpy lays out the bytes of every key of a batch
+concatenations; docs/decisions/index-hot-paths.md). Here numpy lays out the bytes of every key of a batch
 as the rows of one uint8 matrix and Python only cuts the rows apart. Each function returns exactly
 the bytes the per-document code builds (tests compare them).
 """

@@ -31,7 +31,7 @@ def answer_lists(n: int) -> list[list[IndexHit]]:
     runs when enough container objects are alive, and a young collection walks every young one.
     Made here, the n lists start the collection before the roots the batch loads from the store exist
     as objects; made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
-    at 1M; docs/index.md, "Decisions")."""
+    at 1M; docs/decisions/index-hot-paths.md)."""
     return [[] for _ in range(n)]
 
 

@@ -4,7 +4,7 @@ A batch of 512 documents meets ~2,000 root buckets (k + 1 per document), and as 
 each cost Python work per (document, table): find it, create it, stamp it, join its arrays for the
 candidate filter, append to it, count it: ~10 us per document on the product stream. Here every root
 is a chain of entries in three pool arrays (next, masked fingerprint, handle), and one compiled call
-filters a batch's candidates or appends its entries (docs/index.md, "Root arena").
+filters a batch's candidates or appends its entries (docs/index.md, "Read path").
 
 The cache (``BucketCache``) decides which roots live here (state ``ROOT_ARENA``); anything that needs
 a root as a ``Bucket`` (the one-document path, deletes, a split) takes it out first (``release``).

@@ -53,7 +53,7 @@ class SplitBucket(Bucket):
     Why not every sub-bucket at once: each entry sits in k + 1 sub-buckets per level, and a split of
     a bucket of n entries makes up to (k + 1) x min(n, 2^12) mostly tiny sub-buckets (~360 bytes of
     objects each): at Zipf 1M they did not fit the read cache, which then rebuilt and evicted
-    whole subtrees on every query (docs/index.md, "Decisions")."""
+    whole subtrees on every query (docs/decisions/index-resplitting.md)."""
 
     __slots__ = ("aux", "markers", "matched", "rests", "sorted", "values")
 
@@ -64,7 +64,7 @@ class SplitBucket(Bucket):
         self.markers: set[bytes] | None = None
         # per group: (buffer, count): the sub-key value of each of the first count entries (new ones
         # are valued when the next deal needs them, into a buffer that doubles): a deal compares one
-        # small array instead of recomputing every entry's value (docs/index.md, "Decisions")
+        # small array instead of recomputing every entry's value (docs/decisions/index-resplitting.md)
         self.values: dict[int, tuple[np.ndarray, int]] = {}
         # per group: (entry positions in value order, their values, count): ``matching``'s index of
         # the first count entries; later ones are compared directly until a re-sort

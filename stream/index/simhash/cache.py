@@ -70,11 +70,11 @@ class BucketCache:
     Leaf sub-buckets dealt from a cached split node go first, oldest dealt first (``dealt``), with no
     sort: they are many and small (Zipf 1M: ~450k cached buckets, most of them dealt leaves of 1-10
     entries), are dealt again from their parent without I/O, and a sort over every bucket at each
-    eviction took a quarter of the build (docs/index.md, "Decisions").
+    eviction took a quarter of the build (docs/decisions/index-resplitting.md).
 
     ``slots(table, top_len)`` also files a table's top-level buckets in a list indexed by block value
     (tables whose top block fits in 2 bytes): the index's common query reads its k + 1 roots by list
-    index instead of building keys and hashing them (docs/index.md, "Decisions").
+    index instead of building keys and hashing them (docs/decisions/index-hot-paths.md).
 
     Unsplit roots of those tables may instead live in ``arena`` (``RootArena``, state ``ROOT_ARENA``,
     no slot object), where the batch calls put them (``adopt``, ``add_arena_roots``); ``get`` takes one

@@ -3,7 +3,7 @@
 A query at 1M uniform fingerprints compares ~61 candidates in 4 buckets; a Python loop takes ~13 us
 of that (0.2 us per candidate), and numpy's fixed per-call cost makes it no cheaper below ~100
 entries. One numba call takes ~1.2 us on small buckets, and ``within_tables`` filters the k + 1
-root buckets of the common probe in one call (docs/index.md, "Decisions").
+root buckets of the common probe in one call (docs/decisions/index-hot-paths.md).
 """
 
 from __future__ import annotations

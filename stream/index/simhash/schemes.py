@@ -131,9 +131,9 @@ class SimhashBlocks:
     the known bits is a lower bound of the true distance, so filtering by it drops no neighbour; the
     few survivors that are not neighbours (random data: P(at most k of 24 bits differ) = 1.4e-4 per
     candidate at k = 3) are dropped once the hit's record, fetched anyway for its doc id, gives the
-    whole fingerprint. 24 bits rather than 32: ~4.5 bytes per document less on disk (docs/index.md,
-    "Decisions"). An entry of a split bucket stores the whole rest (``whole_payload``, 6 bytes): its
-    sub-buckets are dealt from it in memory (simhash/table.py).
+    whole fingerprint. 24 bits rather than 32: ~4.5 bytes per document less on disk
+    (docs/decisions/index-storage-layout.md). An entry of a split bucket stores the whole rest
+    (``whole_payload``, 6 bytes): its sub-buckets are dealt from it in memory (simhash/table.py).
     """
 
     kind = "simhash"

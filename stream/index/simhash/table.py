@@ -14,9 +14,9 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
 
 Sub-buckets are not stored: a split top-level bucket keeps each entry once, and its sub-buckets
 (where each entry sits in k + 1 of them per level) live in memory only (storing them cost k + 1
-entries per document and level: docs/index.md, "Decisions"). In the cache a split node
-(``SplitBucket``, simhash/buckets.py) keeps every entry of its subtree and deals a sub-bucket from them when
-a descent reaches it; the cache (simhash/cache.py) evicts a leaf sub-bucket on its own (it is dealt again)
+entries per document and level: docs/decisions/index-resplitting.md). In the cache a split node
+(``SplitBucket``, simhash/buckets.py) keeps every entry of its subtree and deals a sub-bucket from them
+when a descent reaches it; the cache (simhash/cache.py) evicts a leaf sub-bucket on its own (it is dealt again)
 and a split node only with its top-level bucket. A document's entry is at its top-level bucket, so
 deleting it needs no list of its keys, and the descent finds it in the leaves.
 

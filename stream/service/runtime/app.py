@@ -338,7 +338,7 @@ class DedupApp:
         s = self.settings
 
         # Faust's take() windows (batch_within), not "take what is buffered": measured at 110 docs/s
-        # on 1 worker (docs/service.md, "Latency"), taking what is buffered gave batches of 1-5,
+        # on 1 worker (docs/decisions/take-windows.md), taking what is buffered gave batches of 1-5,
         # ~1.5x the messages per document and ~15% more worker and broker CPU; p99 0.9-1.3 s vs 0.3-0.7 s.
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:

@@ -58,7 +58,7 @@ class Pipeline:
     of the block table and of the gather topic belong to one worker, whose event loop runs one
     batch at a time, so a local hop reads and writes exactly the state the Kafka hop would, with its
     changelog records delivered before the batch's input is acknowledged. Measured at 200 docs/s on
-    one worker: each Kafka hop cost 60-77 ms at the median (docs/service.md, "Local hops").
+    one worker: each Kafka hop cost 60-77 ms at the median (docs/decisions/local-hops.md).
     """
 
     def __init__(self, documents: DocumentStage, probes: ProbeStage, gather: GatherStage, output: Output,

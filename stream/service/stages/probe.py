@@ -88,7 +88,7 @@ class ProbeStage:
         # Measured at 250 docs/s on the Tang corpus: those scans were 18% of a documents batch.
         # The index is made before anything writes the partition, so that it sees an empty one. A
         # restored partition gets the same shortcut for the top-level buckets its records do not
-        # reach (root_filter: one scan of its records on open; docs/service.md, "Restored partitions").
+        # reach (root_filter: one scan of its records on open; docs/decisions/restored-partitions-root-filter.md).
         try:
             index = BlockIndex(None, k=self.matching.k, bands=self.config.band_tables, store=buffered,
                                sole_writer=True, root_filter=True)
