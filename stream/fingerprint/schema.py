@@ -16,7 +16,7 @@ from typing import Any
 
 from stream.errors import ConfigError
 
-SCHEMA_VERSION = 3  # raised whenever a fingerprint of the same input changes (tests/test_golden.py)
+SCHEMA_VERSION = 3  # raised whenever a fingerprint of the same input changes (tests/fingerprint/test_golden.py)
 # What each schema version means beyond the settings ``describe`` lists (for the message that
 # refuses state of another version).
 SCHEMA_VERSIONS = {

@@ -1,5 +1,5 @@
 """``IndexState``: what a block index is made of, shared by its per-document calls (query.py,
-insert.py) and its batch calls (batch*.py). ``BlockIndex`` (block_index.py) opens one and is its API.
+writes.py) and its batch calls (batch*.py). ``BlockIndex`` (block_index.py) opens one and is its API.
 """
 
 from __future__ import annotations

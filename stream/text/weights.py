@@ -113,7 +113,7 @@ def tf_weights(counts: Mapping[str, int]) -> dict[str, float]:
 
 def _tf_idf(counts: Mapping[str, int], idf: IdfTable) -> dict[str, float]:
     # stream.fingerprint.features._idf_weights repeats the float operations of the TF-IDF schemes in
-    # this order (fixed tables); change both, or fingerprints change (tests/test_fingerprint_idf.py)
+    # this order (fixed tables); change both, or fingerprints change (tests/fingerprint/test_idf_path.py)
     lookup = idf.idf
     known = {t: (c, v) for t, c in counts.items() if (v := lookup(t)) is not None}
     total = sum(c for c, _ in known.values()) or 1

@@ -1,4 +1,5 @@
-"""Band tables on disk (bandtables.py, band_runs.py): a memtable, sorted runs, merges, reopening.
+"""Band tables on disk (stream/index/bandtables.py, stream/index/band_runs.py): a memtable, sorted runs,
+merges, reopening.
 
 Every answer is compared with a dict model of (table, value) -> handles; memtables of a few dozen
 entries make every path run: flushes, merges of runs of unequal size, a hot value whose entries span

@@ -193,7 +193,7 @@ def _summary(final: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
 
 
 def test_one_id_is_one_document_as_in_a_scan() -> None:
-    """The cases of tests/test_scan_idempotent.py, through the worker's stages, documents without ts (the
+    """The cases of tests/batch/test_scan_idempotent.py, through the worker's stages, documents without ts (the
     record timestamp is new on every republish): the same document again keeps its verdict; an edited
     one replaces its old version everywhere and is judged as a new arrival."""
     poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"

@@ -2,7 +2,7 @@
 its original key and value, a one-line preview, read to the topic's end (``TopicReader``).
 
 A letter is named by its own position in the dead-letter topic (``partition:offset``): that is what
-the replay ledger keys (stream/service/replay.py) and what ``--since`` selects on.
+the replay ledger keys (stream/service/commands/replay.py) and what ``--since`` selects on.
 """
 
 from __future__ import annotations
