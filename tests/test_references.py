@@ -15,6 +15,7 @@ import ast
 import importlib.util
 import io
 import re
+import sys
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,7 +41,14 @@ def prose(source: str) -> Iterator[tuple[int, str]]:
 
 
 def is_library(first: str) -> bool:
-    return first.isidentifier() and first not in ROOTED and importlib.util.find_spec(first) is not None
+    if not first.isidentifier() or first in ROOTED:
+        return False
+    if first in sys.modules:  # faust replaces its module by one without a __spec__ (find_spec fails)
+        return True
+    try:
+        return importlib.util.find_spec(first) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def found(citation: str, citing: Path) -> bool | None:
