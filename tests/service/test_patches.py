@@ -4,6 +4,8 @@ exists in the installed version."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -87,3 +89,18 @@ def test_each_patch_replaces_the_attribute_it_names(monkeypatch: pytest.MonkeyPa
         assert patch.owner.__dict__[patch.name] is patch.replacement, f"{patch.owner.__name__}.{patch.name}"
     assert patches.fetch_wait._state["fetch_max_wait_ms"] == 250
     assert patches.recovery_bounds._state["conf"] == {"bootstrap.servers": "127.0.0.1:1"}
+
+
+def test_a_worker_with_an_unsupported_faust_stops_at_once_with_one_line(tmp_path: Path) -> None:
+    # the installed faust-streaming reports another version: the real command line, before any broker
+    script = ("import importlib.metadata as m\n"
+              "real = m.version\n"
+              "m.version = lambda d: '0.16.0' if d == 'faust-streaming' else real(d)\n"
+              "from stream.cli import run\n"
+              f"run(['worker', '--data-dir', {str(tmp_path)!r}])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == EXIT_CONFIG
+    assert done.stderr.strip().splitlines() == [
+        "dedup: error: faust-streaming 0.16.0 is installed, but the worker patches its internals and supports "
+        "only faust-streaming>=0.15.3,<0.16: pip install 'faust-streaming>=0.15.3,<0.16'"]
+    assert list(tmp_path.iterdir()) == []  # nothing started: no lock, no tables
