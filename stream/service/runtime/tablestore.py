@@ -15,10 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from stream.errors import StorageError
-from stream.service.runtime.patches import partition_db
+from stream.service.runtime.patches import FAUST_OFFSET_KEY, partition_db
 from stream.service.stages.output import Output
-
-FAUST_OFFSET_KEY = b"__faust\0offset__"  # faust.stores.rocksdb.Store.offset_key
 
 
 @contextmanager

@@ -10,7 +10,8 @@ it was checked against.
   (``Recovery._build_offsets``);
 - ``fetch_wait``: the consumer's fetch wait Faust hard-codes (``AIOKafkaConsumer.__init__``);
 - ``direct_delivery``: a record handed to the streams without four tasks (``Consumer.wait_first``);
-- ``internals``: private reads (``Store._db_for_partition``, ``Consumer._committed_offset``).
+- ``internals``: private reads (``Store._db_for_partition``, ``Store.offset_key``,
+  ``Consumer._committed_offset``).
 
 Importing this package first checks the installed versions (``versions.SUPPORTED``, the ranges
 pyproject.toml pins) and raises ``UnsupportedVersion`` outside them, before any patched attribute is
@@ -34,7 +35,7 @@ from stream.service.runtime.patches import (  # noqa: E402  (after the version c
     offset_gaps,
     recovery_bounds,
 )
-from stream.service.runtime.patches.internals import committed_offsets, partition_db  # noqa: E402
+from stream.service.runtime.patches.internals import FAUST_OFFSET_KEY, committed_offsets, partition_db  # noqa: E402
 from stream.service.runtime.patches.offset_gaps import known_ends, request_seek  # noqa: E402
 
 MODULES = (offset_gaps, recovery_bounds, data_loss_check, fetch_wait, direct_delivery, internals)
@@ -51,5 +52,5 @@ def install_patches(fetch_max_wait_ms: int, recovery_conf: dict[str, Any],
     offset_gaps.install_gap_guard()
 
 
-__all__ = ["MODULES", "SUPPORTED", "check_versions", "committed_offsets", "install_patches", "known_ends",
-           "partition_db", "request_seek"]
+__all__ = ["FAUST_OFFSET_KEY", "MODULES", "SUPPORTED", "check_versions", "committed_offsets", "install_patches",
+           "known_ends", "partition_db", "request_seek"]

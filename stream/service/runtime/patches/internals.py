@@ -4,6 +4,8 @@
   (``faust.stores.rocksdb.Store._db_for_partition``,
   https://github.com/faust-streaming/faust/blob/v0.15.2/faust/stores/rocksdb.py#L482) and has no
   public way to reach it; the index reads and writes it directly (``runtime/tablestore.py``).
+- ``FAUST_OFFSET_KEY``: the key under which that store keeps, in the same database, the changelog
+  offset it has applied (``Store.offset_key``); a scan of the table's keys skips it.
 - ``committed_offsets``: the consumer's last committed offset per partition
   (``faust.transport.consumer.Consumer._committed_offset``), for the lag of a partition with nothing
   processed since its assignment.
@@ -21,7 +23,8 @@ from faust.transport.consumer import Consumer
 
 from stream.service.runtime.patches.target import Read
 
-READS = (Read(Store, "_db_for_partition"), Read(Consumer, "_committed_offset"))
+READS = (Read(Store, "_db_for_partition"), Read(Store, "offset_key"), Read(Consumer, "_committed_offset"))
+FAUST_OFFSET_KEY: bytes = Store.offset_key
 
 
 def partition_db(table: Any, partition: int) -> Any:
