@@ -47,7 +47,7 @@ import click
 from benchmarks.common import machine, pyplot, stamp, versions
 from stream.service.commands.verdicts import percentile
 from stream.service.runtime.embedded import EmbeddedBroker
-from topology.model import DEFAULT_INDEX_PARTITIONS
+from topology import DEFAULT_INDEX_PARTITIONS
 
 Layout = tuple[int, int]  # (partitions, index_partitions)
 

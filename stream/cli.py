@@ -61,7 +61,8 @@ _debug = {"on": os.environ.get("DEDUP_DEBUG", "") not in ("", "0")}
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes: 0 done; 1 done, some input rejected (each reported); 2 usage error; "
-                    "3 settings or state; 4 broker unreachable or records not delivered; 70 internal error; "
+                    "3 settings, state or an unsupported faust-streaming version; 4 broker unreachable or records "
+                    "not delivered; 70 internal error; "
                     "75 worker stopped on a fault, restart it.")
 @click.version_option(package_name="stream-dedup")
 @click.option("--debug", is_flag=True, help="Print the traceback of an error (also DEDUP_DEBUG=1).")

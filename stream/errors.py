@@ -55,3 +55,10 @@ class StorageError(DedupError):
     acknowledging its batch and a restart re-reads it."""
 
     exit_code = EXIT_RESTART
+
+
+class UnsupportedVersion(DedupError):
+    """An installed library the worker patches (faust-streaming, aiokafka, mode-streaming) is outside
+    the versions the patches were checked against (``stream.service.runtime.patches.versions``)."""
+
+    exit_code = EXIT_CONFIG

@@ -77,12 +77,6 @@ def extraction_figures(pages: list[dict[str, Any]], truth: dict[Pair, dict[str, 
     return figures, texts
 
 
-def registry_tracks(cache: Path = DEFAULT_CACHE) -> list[Track]:
-    """The crawl tracks as ``python -m benchmarks accuracy`` tracks: documents are the HTML pages, and every pair
-    listed is a true pair ("same source article"). Peers should get the extracted text (``text_track``)."""
-    return [Track.load(name, docs, pairs) for name, (docs, pairs) in track_paths(cache / "tracks").items()]
-
-
 def text_track(track: Track, backend: str = "fast") -> Track:
     """``track`` with each page's HTML replaced by the text our extractor gives: the peers' input."""
     docs = [{"id": d["id"], "text": extract(d["text"], backend=backend).text} for d in track.docs]

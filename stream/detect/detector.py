@@ -196,11 +196,6 @@ class Detector:
             return (old.ts, doc_id)
         return None
 
-    def detect_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order]) -> list[Verdict]:
-        """``detect`` of each document in order (``probe_many``)."""
-        matches = self.probe_many(fps, orders)
-        return [build_verdict(fp, order, found) for fp, order, found in zip(fps, orders, matches, strict=True)]
-
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))
 

@@ -81,13 +81,6 @@ def ts_key(ts: float) -> bytes:
     return (bits ^ _ALL if bits & _SIGN else bits | _SIGN).to_bytes(8, "big")
 
 
-def ts_from_key(raw: bytes) -> float:
-    bits = int.from_bytes(raw, "big")
-    bits = bits ^ _SIGN if bits & _SIGN else bits ^ _ALL
-    (ts,) = struct.unpack(">d", bits.to_bytes(8, "big"))
-    return float(ts)
-
-
 def handle_bytes(handle: int) -> bytes:
     return handle.to_bytes(HANDLE_LEN, "big")
 

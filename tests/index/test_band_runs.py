@@ -1,4 +1,5 @@
-"""Band tables on disk (bands/tables.py, bands/runs.py): a memtable, sorted runs, merges, reopening.
+"""Band tables on disk (stream/index/bands/tables.py, stream/index/bands/runs.py): a memtable, sorted
+runs, merges, reopening.
 
 Every answer is compared with a dict model of (table, value) -> handles; memtables of a few dozen
 entries make every path run: flushes, merges of runs of unequal size, a hot value whose entries span

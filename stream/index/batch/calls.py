@@ -25,7 +25,7 @@ import numpy as np
 from stream.index.batch import insert as batch_insert
 from stream.index.batch import query as batch_query
 from stream.index.batch import roots as batch_roots
-from stream.index.batch.data import Batch, BatchBands
+from stream.index.batch.data import BatchBands, DocumentBatch
 from stream.index.document import query, writes
 from stream.index.layout import TableLayout
 from stream.index.records import IndexHit, doc_key
@@ -61,7 +61,7 @@ def query_insert_many(state: IndexState, fingerprints: Sequence[int], doc_ids: S
     return _run_batch(state, batch, with_query=True)
 
 
-def _run_batch(state: IndexState, batch: Batch, with_query: bool) -> list[list[IndexHit]]:
+def _run_batch(state: IndexState, batch: DocumentBatch, with_query: bool) -> list[list[IndexHit]]:
     """The runs of the batch through the batch path, the documents between them one by one."""
     answers: list[list[IndexHit]] = []
     if not len(batch):
@@ -95,7 +95,7 @@ def _pinned(state: IndexState) -> Iterator[None]:
         state.cache.settle()
 
 
-def _one_document(state: IndexState, batch: Batch, i: int, with_query: bool) -> list[IndexHit]:
+def _one_document(state: IndexState, batch: DocumentBatch, i: int, with_query: bool) -> list[IndexHit]:
     bands = batch.band_pairs(i)
     tables = None if batch.used[i] == state.layout.tables_for(None, bands) else batch.used[i]
     hits = query.query(state, batch.fps[i], bands, tables, batch.once[i] is not None) if with_query else []
@@ -103,7 +103,7 @@ def _one_document(state: IndexState, batch: Batch, i: int, with_query: bool) -> 
     return hits
 
 
-def _loop_documents(state: IndexState, batch: Batch) -> list[int]:
+def _loop_documents(state: IndexState, batch: DocumentBatch) -> list[int]:
     """Positions of the documents that take the one-document path (module doc), ascending."""
     slow: set[int] = set()
     seen: set[bytes] = set()
@@ -120,7 +120,7 @@ def _make_batch(
     state: IndexState, fingerprints: Sequence[int], doc_ids: Sequence[str] | None, ts: Sequence[float] | None,
     bands: BatchBands | None, tables: Sequence[Collection[int] | None] | None,
     payloads: Sequence[bytes] | None, once: bool,
-) -> Batch:
+) -> DocumentBatch:
     """Validate everything before anything changes: a bad batch raises and leaves the index as it was."""
     fps = list(map(operator.index, fingerprints))  # ints (numpy ints too); a float is an error
     n = len(fps)
@@ -140,7 +140,7 @@ def _make_batch(
         raise ValueError("ts is NaN")
     has_bands, values, exts = _band_arrays(layout, bands, n)
     part, used = _participation(layout, has_bands, table_list)
-    return Batch(
+    return DocumentBatch(
         fps=fps, array=np.array(fps, dtype=np.uint64), ids=ids, id_keys=[doc_key(d) for d in ids], times=times,
         has_bands=has_bands, values=values, exts=exts, part=part, used=used, payloads=payload_list,
         once=[None] * n if not once or table_list is None else

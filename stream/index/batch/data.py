@@ -15,7 +15,7 @@ BatchBands = Sequence[Bands] | np.ndarray
 
 
 @dataclass
-class Batch:
+class DocumentBatch:
     """A validated batch: per document its fingerprint, id, time, bands, tables and payload.
 
     ``part[i, t]``: document i uses table t (``TableLayout.tables_for``); ``has_bands[i]``: it has
@@ -40,9 +40,9 @@ class Batch:
     def __len__(self) -> int:
         return len(self.fps)
 
-    def slice(self, start: int, stop: int) -> Batch:
+    def slice(self, start: int, stop: int) -> DocumentBatch:
         cut = slice(start, stop)
-        return Batch(self.fps[cut], self.array[cut], self.ids[cut], self.id_keys[cut], self.times[cut],
+        return DocumentBatch(self.fps[cut], self.array[cut], self.ids[cut], self.id_keys[cut], self.times[cut],
                      self.has_bands[cut], self.values[cut], self.exts[cut], self.part[cut], self.used[cut],
                      self.payloads[cut], self.once[cut], self.all_simhash)
 

@@ -32,9 +32,9 @@ from stream.index.state import IndexState
 from stream.storage.kv import WritePairs
 
 if TYPE_CHECKING:
-    from stream.index.batch.data import Batch
+    from stream.index.batch.data import DocumentBatch
 
-def allocate(state: IndexState, batch: Batch, queried: bool) -> int:
+def allocate(state: IndexState, batch: DocumentBatch, queried: bool) -> int:
     """Handles for the documents of a run (the first is returned, the others follow in order), and
     their entries in the band map unless the run is ``queried`` (its query adds them as it finds,
     batch/query.py): the run's queries tell its own documents by their handles, and the records
@@ -52,7 +52,7 @@ def allocate(state: IndexState, batch: Batch, queried: bool) -> int:
     return start
 
 
-def insert_run(state: IndexState, batch: Batch, start: int, resolved: Resolved) -> None:
+def insert_run(state: IndexState, batch: DocumentBatch, start: int, resolved: Resolved) -> None:
     """Insert the documents of a run (new, distinct ids; handles from ``start``, see ``allocate``;
     their roots from ``batch_roots.resolve``)."""
     n = len(batch)
@@ -70,7 +70,7 @@ def insert_run(state: IndexState, batch: Batch, start: int, resolved: Resolved) 
     _mirror_splits(state, batch, resolved.below, handles)
 
 
-def _split_entries(state: IndexState, batch: Batch, below: SplitRoots, handle_matrix: np.ndarray,
+def _split_entries(state: IndexState, batch: DocumentBatch, below: SplitRoots, handle_matrix: np.ndarray,
                    keys: list[bytes], values: list[bytes]) -> None:
     """The entries of the documents below split roots: the whole rest, at the top-level bucket
     (``SimhashBlocks.whole_payload``)."""
@@ -81,7 +81,7 @@ def _split_entries(state: IndexState, batch: Batch, below: SplitRoots, handle_ma
         values += batch_keys.rows(batch_keys.big_endian(scheme.fingerprint_rests(batch.array[at]), scheme.whole_len))
 
 
-def _mirror_splits(state: IndexState, batch: Batch, below: SplitRoots, handles: np.ndarray) -> None:
+def _mirror_splits(state: IndexState, batch: DocumentBatch, below: SplitRoots, handles: np.ndarray) -> None:
     """As ``writes.add`` below split roots: every entry into the split nodes on its way (simhash/split_batch.py),
     the leaf counters, then splits of leaves that grew enough. The leaves dealt from these nodes are
     dropped from the cache (they lack the new entries; a descent deals them again)."""
@@ -100,7 +100,7 @@ def _mirror_splits(state: IndexState, batch: Batch, below: SplitRoots, handles: 
                 table.maybe_split(leaf, source)
 
 
-def _entry_keys(state: IndexState, batch: Batch, resolved: Resolved, handle_matrix: np.ndarray,
+def _entry_keys(state: IndexState, batch: DocumentBatch, resolved: Resolved, handle_matrix: np.ndarray,
                 keys: list[bytes], values: list[bytes]) -> None:
     """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table."""
     array = batch.array
@@ -113,7 +113,7 @@ def _entry_keys(state: IndexState, batch: Batch, resolved: Resolved, handle_matr
         values += batch_keys.rows(batch_keys.big_endian(scheme.payload_values(array[docs]), scheme.payload_len))
 
 
-def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
+def _document_keys(state: IndexState, batch: DocumentBatch, handle_matrix: np.ndarray,
                    keys: list[bytes], values: list[bytes]) -> None:
     """Records (``RecordCodec.encode``), expiry keys and doc ids (``lookup_puts``) of the run."""
     n = len(batch)
@@ -141,7 +141,7 @@ def _document_keys(state: IndexState, batch: Batch, handle_matrix: np.ndarray,
     values += batch_keys.rows(handle_matrix)
 
 
-def _mirror(state: IndexState, batch: Batch, resolved: Resolved, handles: np.ndarray) -> None:
+def _mirror(state: IndexState, batch: DocumentBatch, resolved: Resolved, handles: np.ndarray) -> None:
     """As ``writes.add``: the entries into the run's roots in the arena (one compiled call), the level
     counters (per distinct root its size before and after the run, one compiled call), then splits
     of the roots that grew enough (taken out of the arena as a ``Bucket`` to split, moved back if the

@@ -24,7 +24,7 @@ from stream.index.simhash.kernels import pairs_within
 from stream.index.state import IndexState
 
 if TYPE_CHECKING:
-    from stream.index.batch.data import Batch
+    from stream.index.batch.data import DocumentBatch
 
 def answer_lists(n: int) -> list[list[IndexHit]]:
     """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
@@ -35,7 +35,8 @@ def answer_lists(n: int) -> list[list[IndexHit]]:
     return [[] for _ in range(n)]
 
 
-def query_run(state: IndexState, batch: Batch, resolved: Resolved, first: int | None = None) -> list[list[IndexHit]]:
+def query_run(state: IndexState, batch: DocumentBatch, resolved: Resolved,
+              first: int | None = None) -> list[list[IndexHit]]:
     """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
     run being inserted, its documents hold the handles from ``first`` on (``batch_insert.allocate``)
     and enter the band map here: each document's answer also gets the documents before it in the
@@ -54,8 +55,8 @@ def query_run(state: IndexState, batch: Batch, resolved: Resolved, first: int | 
     return answers
 
 
-def _index_hits(state: IndexState, batch: Batch, near: dict[int, set[int]], band: dict[int, dict[int, list[int]]],
-                answers: list[list[IndexHit]]) -> None:
+def _index_hits(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]],
+                band: dict[int, dict[int, list[int]]], answers: list[list[IndexHit]]) -> None:
     """``answers[i]``: the hits of candidates ``near[i]`` and ``band[i]``, by one read of their records."""
     if near or band:
         found = sorted(set(chain.from_iterable(near.values())) | set(chain.from_iterable(band.values())))
@@ -66,7 +67,7 @@ def _index_hits(state: IndexState, batch: Batch, near: dict[int, set[int]], band
             answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
 
 
-def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int]], resolved: Resolved) -> None:
+def _simhash_candidates(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]], resolved: Resolved) -> None:
     """Handles whose stored bits lie within k of each document (``near``), by one compiled pass over
     the unsplit roots in the arena and one descent per split root (simhash/split_batch.py), and the
     candidate statistics as ``query`` keeps them."""
@@ -86,7 +87,7 @@ def _simhash_candidates(state: IndexState, batch: Batch, near: dict[int, set[int
     state.stats.candidates["simhash"].add_many(sizes.tolist())
 
 
-def _band_candidates(state: IndexState, batch: Batch, band: dict[int, dict[int, list[int]]], first: int | None,
+def _band_candidates(state: IndexState, batch: DocumentBatch, band: dict[int, dict[int, list[int]]], first: int | None,
                      run_band: set[tuple[int, int]]) -> None:
     """Per document, handle -> the band columns under whose tag the band map holds it (``query.hits``
     checks the value in the record), for the band tables each document uses: one compiled call.
@@ -114,7 +115,7 @@ def _band_candidates(state: IndexState, batch: Batch, band: dict[int, dict[int, 
     state.stats.candidates["band"].add_many(totals[probed].tolist())
 
 
-def add_run_pairs(state: IndexState, batch: Batch, answers: list[list[IndexHit]],
+def add_run_pairs(state: IndexState, batch: DocumentBatch, answers: list[list[IndexHit]],
                   shared_band: set[tuple[int, int]]) -> None:
     """Add to ``answers[i]`` the documents j < i of the run that its query finds once they are
     inserted: within k on a SimHash table both use and where they share the block, or sharing a
@@ -138,7 +139,7 @@ def add_run_pairs(state: IndexState, batch: Batch, answers: list[list[IndexHit]]
         answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
 
 
-def _run_hit(state: IndexState, batch: Batch, i: int, j: int, band: bool) -> IndexHit | None:
+def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool) -> IndexHit | None:
     fps = batch.fps
     distance = (fps[i] ^ fps[j]).bit_count()
     k = state.layout.k
@@ -154,7 +155,7 @@ def _run_hit(state: IndexState, batch: Batch, i: int, j: int, band: bool) -> Ind
     return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
 
 
-def _share_simhash_block(state: IndexState, batch: Batch, i: int, j: int) -> bool:
+def _share_simhash_block(state: IndexState, batch: DocumentBatch, i: int, j: int) -> bool:
     """Whether a SimHash table that both documents use has them in one bucket (a pair within k
     shares a block by pigeonhole, so with every table used the answer is yes)."""
     if batch.all_simhash:

@@ -18,7 +18,7 @@ from stream.index.simhash.cache import ROOT_ABSENT, ROOT_ARENA, ROOT_LEAF, ROOT_
 from stream.index.state import IndexState
 
 if TYPE_CHECKING:
-    from stream.index.batch.data import Batch
+    from stream.index.batch.data import DocumentBatch
 
 SplitRoots = dict[tuple[int, int], tuple[bytes, SplitBucket, list[int]]]
 
@@ -37,7 +37,7 @@ class Resolved:
         self.below = below
 
 
-def resolve(state: IndexState, batch: Batch, create: bool) -> Resolved:
+def resolve(state: IndexState, batch: DocumentBatch, create: bool) -> Resolved:
     """The run's roots (``Resolved``), each unsplit one in the arena; ``create``: absent roots of a
     complete cache are created (empty) for the run's insert. The caller has pinned the arena."""
     assert state.root_slots is not None and state.cache.pinned

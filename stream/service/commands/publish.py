@@ -82,10 +82,6 @@ class DocumentProducer:
                 raise
         self.producer.poll(0)
 
-    def send_many(self, documents: Iterable[Mapping[str, Any]]) -> None:
-        for d in documents:
-            self.send(d)
-
     def flush(self, timeout: float = 60.0) -> int:
         """Wait for delivery; returns the number of documents still undelivered."""
         return int(self.producer.flush(timeout))

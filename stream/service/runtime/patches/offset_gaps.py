@@ -1,7 +1,8 @@
 """Never let Faust commit past records it fetched but did not deliver to a stream.
 
 Two places in Faust's fetch loop (``Consumer._drain_messages`` / ``getmany``) lose records around
-a flow suspension (table recovery, rebalance; faust-streaming issues #216/#221):
+a flow suspension (table recovery, rebalance; faust-streaming issues
+https://github.com/faust-streaming/faust/issues/216 and /221):
 - ``getmany`` stops yielding, or skips partitions paused while a fetch was in flight, and the
   consumer position has already moved past those records;
 - the record in flight when the flow is suspended has its delivery cancelled, yet its offset is
@@ -11,11 +12,13 @@ missing offsets (or, for one record, its commit check is off by one), so they ar
 We saw it after a SIGKILL restart: 1 to 14 records per input partition never reached the agent.
 
 Two more ways a record can go missing after it was delivered to a stream (e.g. its channel queue
-cleared by a flow suspension): Faust's commit check lets one unacknowledged record at the committed
-offset pass (``min(acked) - committed > 1``: off by one), and several stall the commits for good,
-since nothing reads them again. ``_new_offset`` refuses to commit past an unacknowledged record at
-the committed offset (unless Faust recorded it as a compaction gap), and ``_rewind_stalled`` seeks a
-partition back to its committed offset when that record is neither acknowledged nor held by any
+cleared by a flow suspension): Faust's commit check (``Consumer._new_offset``,
+https://github.com/faust-streaming/faust/blob/v0.15.2/faust/transport/consumer.py#L1097; issues
+https://github.com/faust-streaming/faust/issues/312 and /606) lets one unacknowledged record at the
+committed offset pass (``min(acked) - committed > 1``: off by one), and several stall the commits for
+good, since nothing reads them again. ``_new_offset`` refuses to commit past an unacknowledged record
+at the committed offset (unless Faust recorded it as a compaction gap), and ``_rewind_stalled`` seeks
+a partition back to its committed offset when that record is neither acknowledged nor held by any
 stream while later ones are acknowledged.
 
 The guard records the last offset actually delivered per partition (by wrapping the consumer's
@@ -23,6 +26,12 @@ delivery callback; right after an assignment, the committed offset reading start
 fetched record lies beyond that + 1, it seeks back to the first
 undelivered offset once and drops what that fetch still holds for the partition. If the same jump
 comes back, it is a real gap (a compacted topic) and Faust's own handling applies.
+
+Patched: ``faust.transport.consumer.Consumer.__init__`` (wraps the delivery callback), ``getmany``,
+``on_partitions_revoked``, ``_new_offset`` and ``_commit_offsets``; reads and writes the consumer's
+``_read_offset``, ``_acked``, ``_committed_offset``, ``_gap``, ``_unacked_messages`` and calls
+``_seek``. Checked against faust-streaming 0.15.3 (``faust/transport/consumer.py`` is the same from
+0.14.1) and aiokafka 0.14.0.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from faust.transport.consumer import Consumer
+
+from stream.service.runtime.patches.target import Patch, Read, apply
 
 log = logging.getLogger("dedup.offsets")
 
@@ -122,7 +133,7 @@ def _seek_requests(consumer: Any) -> dict[Any, int]:
 
 
 def request_seek(consumer: Any, tp: Any, offset: int) -> None:
-    """Have the fetch loop read ``tp`` again from ``offset`` (for the input ledger, ``ledger.py``).
+    """Have the fetch loop read ``tp`` again from ``offset`` (for the input ledger, ``runtime/ledger.py``).
 
     Not ``Consumer.seek``: the fetch loop may be in the middle of a fetch of that partition, and
     the rest of that fetch would move Faust's read offset past ``offset`` again, after which Faust
@@ -235,10 +246,17 @@ async def _on_partitions_revoked(self: Any, revoked: Any) -> None:
     await _ORIGINAL_REVOKED(self, revoked)
 
 
+PATCHES = (
+    Patch(Consumer, "__init__", _init),
+    Patch(Consumer, "getmany", _getmany),
+    Patch(Consumer, "on_partitions_revoked", _on_partitions_revoked),
+    Patch(Consumer, "_new_offset", _new_offset),
+    Patch(Consumer, "_commit_offsets", _commit_offsets),
+)
+READS = tuple(Read(Consumer, name) for name in
+              ("_read_offset", "_acked", "_committed_offset", "_gap", "_unacked_messages", "_seek"))
+
+
 def install_gap_guard() -> None:
     """Apply the guard to every Faust consumer created in this process from now on (idempotent)."""
-    Consumer.__init__ = _init  # type: ignore[method-assign]
-    Consumer.getmany = _getmany  # type: ignore[method-assign]
-    Consumer.on_partitions_revoked = _on_partitions_revoked  # type: ignore[method-assign]
-    Consumer._new_offset = _new_offset  # type: ignore[method-assign]
-    Consumer._commit_offsets = _commit_offsets  # type: ignore[method-assign]
+    apply(PATCHES)
