@@ -33,25 +33,6 @@ COMMANDS: dict[str, str] = {
     "show": "stream.console.command:show",
     "diff": "stream.console.command:diff",
 }
-BENCH_COMMANDS: dict[str, str] = {
-    "accuracy": "stream.bench.accuracy:command",
-    "fingerprint": "stream.bench.fingerprint:command",
-    "index": "stream.bench.index:command",
-    "e2e": "stream.bench.e2e:command",
-    "crawl-tracks": "stream.bench.web.tracks:command",
-    "edge-tracks": "stream.bench.web.edges:command",
-    "edges": "stream.bench.edges:command",
-    "crawl": "stream.bench.web.evaluate:command",
-    "html": "stream.bench.html:command",
-    "tracks": "stream.bench.track_build:command",
-    "shingling": "stream.bench.shingling:command",
-    "corpus-zh": "stream.bench.corpus_zh:command",
-    "scan": "stream.bench.scan:command",
-    "peers": "stream.bench.peers:command",
-    "reliability": "stream.bench.reliability:command",
-    "retention": "stream.bench.retention:command",
-    "scale": "stream.bench.scale:command",
-}
 
 
 def _load(spec: str) -> click.Command:
@@ -80,7 +61,8 @@ _debug = {"on": os.environ.get("DEDUP_DEBUG", "") not in ("", "0")}
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes: 0 done; 1 done, some input rejected (each reported); 2 usage error; "
-                    "3 settings or state; 4 broker unreachable or records not delivered; 70 internal error; "
+                    "3 settings, state or an unsupported faust-streaming version; 4 broker unreachable or records "
+                    "not delivered; 70 internal error; "
                     "75 worker stopped on a fault, restart it.")
 @click.version_option(package_name="stream-dedup")
 @click.option("--debug", is_flag=True, help="Print the traceback of an error (also DEDUP_DEBUG=1).")
@@ -88,11 +70,6 @@ def main(debug: bool) -> None:
     """Near-duplicate detection for document streams (SimHash + MinHash LSH, Kafka)."""
     if debug:
         _debug["on"] = True
-
-
-@main.group(cls=LazyGroup, lazy=BENCH_COMMANDS)
-def bench() -> None:
-    """Benchmarks: print figures and save JSON + PNG under bench-results/."""
 
 
 def describe_error(exc: BaseException) -> tuple[int, str]:
@@ -108,20 +85,21 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
                            "output of --debug)")
 
 
-def run(argv: list[str] | None = None) -> NoReturn:
-    """The ``dedup`` console script: every error as one line on standard error and its exit code."""
+def run(argv: list[str] | None = None, group: click.Group | None = None, prog_name: str = "dedup") -> NoReturn:
+    """The ``dedup`` console script (or another command ``group``): every error as one line on standard
+    error and its exit code."""
     from stream.service.runtime.logs import quiet_librdkafka
 
     skip_numba_scipy()  # ~0.3 s of every start (stream.startup)
     args = sys.argv[1:] if argv is None else argv
     quiet_librdkafka(_debug["on"] or "--debug" in args[:1])
     try:
-        code = main.main(args=argv, prog_name="dedup", standalone_mode=False)
+        code = (group or main).main(args=argv, prog_name=prog_name, standalone_mode=False)
     except click.UsageError as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `dedup bench` alone: its help, as click shows it
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group alone (`dedup dlq`): its help, as click shows it
             exc.show()
         else:  # one line, like every other error: click's own form takes three
-            where = exc.ctx.command_path if exc.ctx is not None else "dedup"
+            where = exc.ctx.command_path if exc.ctx is not None else prog_name
             click.echo(f"{where}: error: {exc.format_message()} (see {where} --help)", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

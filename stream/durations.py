@@ -22,11 +22,3 @@ def parse_duration(text: str | float | int, name: str = "duration") -> float:
     if seconds <= 0:
         raise ConfigError(f"{name} must be positive, got {text!r}")
     return seconds
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest exact form: 30d, 12h, 900s."""
-    for unit in ("w", "d", "h", "m"):
-        if seconds >= _UNITS[unit] and seconds % _UNITS[unit] == 0:
-            return f"{int(seconds // _UNITS[unit])}{unit}"
-    return f"{seconds:g}s"

@@ -1,7 +1,7 @@
 """Errors the package raises on purpose, and the exit codes of the ``dedup`` command.
 
 Every error here carries a message fit for an operator: the command line prints it as one line and
-exits with the error's ``exit_code`` (README, "Exit codes"); a traceback only with ``--debug``.
+exits with the error's ``exit_code`` (docs/usage.md, "Exit codes"); a traceback only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class DedupError(Exception):
 
 class DocumentError(DedupError, ValueError):
     """A document is malformed: the message names the field and the problem; ``code`` is a stable
-    name for the kind of problem (dead letters carry it: README, "Dead letters")."""
+    name for the kind of problem (dead letters carry it: docs/usage.md, "Dead letters")."""
 
     exit_code = EXIT_REJECTED
 
@@ -55,3 +55,10 @@ class StorageError(DedupError):
     acknowledging its batch and a restart re-reads it."""
 
     exit_code = EXIT_RESTART
+
+
+class UnsupportedVersion(DedupError):
+    """An installed library the worker patches (faust-streaming, aiokafka, mode-streaming) is outside
+    the versions the patches were checked against (``stream.service.runtime.patches.versions``)."""
+
+    exit_code = EXIT_CONFIG

@@ -79,7 +79,8 @@ SPECS = (
          "LSH band tables over the first characters of each document: they find truncated and excerpted copies "
          "as candidates (0: none)."),
     Spec(("--short-text-chars",), "short_text_chars", click.IntRange(0), FP.short_text_chars,
-         "Texts up to this many characters are also verified on character 3-grams (README, Short texts); 0: off."),
+         "Texts up to this many characters are also verified on character 3-grams "
+         "(docs/detect.md, Short texts); 0: off."),
 )
 NAMES = tuple(spec.name for spec in SPECS)
 FINGERPRINT_NAMES = ("segmenter", "simhash_features", "weighting", "bands", "prefix_bands", "short_text_chars")

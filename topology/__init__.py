@@ -4,6 +4,6 @@
 ``topology.admin`` create missing topics and report drift through confluent-kafka's AdminClient.
 """
 
-from topology.model import TopicSpec, Topology, load_topology
+from topology.model import DEFAULT_INDEX_PARTITIONS, TopicSpec, Topology, load_topology
 
-__all__ = ["TopicSpec", "Topology", "load_topology"]
+__all__ = ["DEFAULT_INDEX_PARTITIONS", "TopicSpec", "Topology", "load_topology"]

@@ -34,7 +34,7 @@ from stream.fingerprint.document import DELETE
 from stream.options import build, detection_options
 
 EXPIRE_EVERY = 1000  # documents between two expiries of old entries (with --retention)
-LATE_ALLOWANCE = 3600.0  # seconds a document may arrive late and still find what it should (README)
+LATE_ALLOWANCE = 3600.0  # seconds a document may arrive late and still find its matches (docs/usage.md, "Lifecycle")
 
 
 def iter_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:

@@ -6,7 +6,7 @@ fingerprints for verification), ``meta.json`` (schema id, settings, next arrival
 built under one fingerprint schema refuses another: fingerprints of different schemas do not compare.
 
 The index is written without RocksDB's write-ahead log (~1.5 KB of writes per document that a
-rerun makes unneeded; docs/index.md, "Decisions"). What a crash can cost: the index keeps a
+rerun makes unneeded; docs/decisions/scan-state-no-wal.md). What a crash can cost: the index keeps a
 prefix of its writes (the last flush; the column families flush atomically), ``ids/`` (with its
 log) may be ahead of it, and ``meta.json``'s arrival number is the last clean close's. Scanning the
 same input again redoes every document after it: a document ``ids/`` knows keeps its order and the

@@ -118,9 +118,6 @@ class ConsoleState:
 
     # -- views -----------------------------------------------------------------------------------
 
-    def visible(self, doc: str) -> bool:
-        return doc in self.latest
-
     def latest_pairs(self, n: int = 20) -> list[dict[str, Any]]:
         """The newest pairs whose later document still names that canonical, neither deleted."""
         out, seen = [], set()

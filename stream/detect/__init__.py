@@ -10,9 +10,6 @@ from stream.detect.verdict import (
     Verdict,
     build_verdict,
     later_matches,
-    make_verdict,
-    summarize,
-    verdict_of,
 )
 from stream.detect.warm import warm_up
 
@@ -28,8 +25,5 @@ __all__ = [
     "differences",
     "fingerprint_of",
     "later_matches",
-    "make_verdict",
-    "summarize",
-    "verdict_of",
     "warm_up",
 ]

@@ -18,7 +18,7 @@ from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.similarity import Overlap, overlap
 from stream.index import BatchBands, BlockIndex, IndexHit
 
-# Containment rule defaults (docs/detect.md, "Decisions"): a pair whose similarity is below the
+# Containment rule defaults (docs/detect.md, "Design choices"): a pair whose similarity is below the
 # threshold is still reported, as "contained", when at least this share of the shorter document's
 # shingles is in the longer one and the shorter has at least CONTAINMENT_MIN_SHINGLES distinct shingles
 # (shorter texts are contained by chance). An estimated containment must clear the threshold by
@@ -45,7 +45,7 @@ class DecodedFingerprints:
     """Fingerprints by their serialized bytes, the ``size`` most recently used.
 
     Decoding a stored fingerprint costs ~55 us, and near-duplicate clusters make the same earlier
-    documents candidates again and again (docs/detect.md, "Decisions"). Keyed by the bytes: a
+    documents candidates again and again (docs/detect.md, "Design choices"). Keyed by the bytes: a
     replaced document has other bytes, so it is never served stale. The service decodes the
     documents it probes through the same cache (one document's probe reaches several partitions of
     a worker), and the worker that fingerprinted a document ``remember``s it, so its own partitions
@@ -195,11 +195,6 @@ class Detector:
         if old is not None and old.payload in (without_bands(fp_bytes), fp_bytes):
             return (old.ts, doc_id)
         return None
-
-    def detect_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order]) -> list[Verdict]:
-        """``detect`` of each document in order (``probe_many``)."""
-        matches = self.probe_many(fps, orders)
-        return [build_verdict(fp, order, found) for fp, order, found in zip(fps, orders, matches, strict=True)]
 
     def detect(self, fp: Fingerprint, order: Order) -> Verdict:
         return build_verdict(fp, order, self.probe(fp, order))

@@ -147,6 +147,27 @@ class MatchSummary:
                 "seen": base64.b64encode(seen).decode("ascii"), "unchecked": self.unchecked}
 
     @classmethod
+    def of_earlier(cls, order: Order, doc_id: str, matches: Iterable[Match], limit: int = MAX_MATCHES) -> MatchSummary:
+        """The summary of the canonically earlier ones among ``matches`` (never the document itself)."""
+        summary = cls(limit)
+        for m in matches:
+            if m.order < order and m.id != doc_id:
+                summary.add(m)
+        return summary
+
+    def verdict(self, doc_id: str, simhash: int, empty: bool, order: Order) -> Verdict:
+        """The verdict this summary gives: duplicate if an earlier exact copy exists, else near-duplicate
+        if any earlier match does, else unique (or empty: nothing to fingerprint). Takes only the parts
+        of a fingerprint a verdict needs (the service's gather stage keeps just these)."""
+        if empty:
+            kind = EMPTY
+        elif self.earliest_exact is not None:
+            kind = DUPLICATE
+        else:
+            kind = NEAR_DUPLICATE if self.earliest is not None else UNIQUE
+        return Verdict(doc_id, kind, f"{simhash:016x}", order, self.listed(), self.canonical, self.count)
+
+    @classmethod
     def from_json(cls, d: dict[str, Any], limit: int = MAX_MATCHES) -> MatchSummary:
         seen = np.frombuffer(base64.b64decode(d.get("seen") or ""), dtype="<u8")
         return cls(limit, None if d.get("earliest") is None else Match.from_wire(d["earliest"]),
@@ -182,37 +203,9 @@ class Verdict:
         }
 
 
-def summarize(order: Order, doc_id: str, matches: Iterable[Match], limit: int = MAX_MATCHES) -> MatchSummary:
-    """The summary of the canonically earlier ones among ``matches`` (never the document itself)."""
-    summary = MatchSummary(limit)
-    for m in matches:
-        if m.order < order and m.id != doc_id:
-            summary.add(m)
-    return summary
-
-
-def verdict_of(doc_id: str, simhash: int, empty: bool, order: Order, summary: MatchSummary) -> Verdict:
-    """The verdict a summary gives: duplicate if an earlier exact copy exists, else near-duplicate if
-    any earlier match does, else unique (or empty: nothing to fingerprint)."""
-    if empty:
-        kind = EMPTY
-    elif summary.earliest_exact is not None:
-        kind = DUPLICATE
-    else:
-        kind = NEAR_DUPLICATE if summary.earliest is not None else UNIQUE
-    return Verdict(doc_id, kind, f"{simhash:016x}", order, summary.listed(), summary.canonical, summary.count)
-
-
-def make_verdict(doc_id: str, simhash: int, empty: bool, order: Order, matches: Iterable[Match],
-                 limit: int = MAX_MATCHES) -> Verdict:
-    """The verdict from the only parts of a fingerprint a verdict needs (the service's gather stage
-    keeps just these, not the fingerprint with its sketch)."""
-    return verdict_of(doc_id, simhash, empty, order, summarize(order, doc_id, matches, limit))
-
-
 def build_verdict(fp: Any, order: Order, matches: Iterable[Match], limit: int = MAX_MATCHES) -> Verdict:
     """The verdict for fingerprint ``fp`` given its matches (only canonically earlier ones count)."""
-    return make_verdict(fp.doc_id, fp.simhash, fp.empty, order, matches, limit)
+    return MatchSummary.of_earlier(order, fp.doc_id, matches, limit).verdict(fp.doc_id, fp.simhash, fp.empty, order)
 
 
 def later_matches(order: Order, matches: Iterable[Match]) -> list[Match]:

@@ -1,6 +1,6 @@
 """The input document: JSON with an ``id`` and some text, validated into a ``Document``.
 
-Accepted keys (README "Input documents"):
+Accepted keys (docs/usage.md "Input documents"):
 - ``id`` (required: a non-empty string of at most 1,024 bytes; integers are turned into strings)
 - text in ``text``, or ``body``, or ``content`` (at most one of them); ``title``; ``url``;
   ``content_type`` (``text/html`` -> main-content extraction; HTML is also detected)
@@ -45,7 +45,7 @@ class Document:
     fields: dict[str, Any] = field(default_factory=dict)
     side: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ts: float | None = None
-    op: str = UPSERT  # DELETE: remove the document with this id (README, "Lifecycle")
+    op: str = UPSERT  # DELETE: remove the document with this id (docs/usage.md, "Lifecycle")
 
 
 def _type_name(value: Any) -> str:

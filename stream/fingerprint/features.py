@@ -30,12 +30,12 @@ from stream.fingerprint.simhash import _vote
 from stream.text.idf import IdfTable, JiebaIdf, jieba_idf
 from stream.text.stopwords import STOPWORDS
 from stream.text.weights import (
-    _STOPWORDS_BUT_MARKERS,
     MARKER_FACTOR,
     MARKER_WORDS,
+    STOPWORDS_BUT_MARKERS,
     TITLE_FACTOR,
-    _relevance,
     is_feature,
+    token_relevance,
     weigh,
 )
 
@@ -148,7 +148,7 @@ class _IdfRows(dict[str, int]):
         # exactly the values weigh() derives from the string
         self.hashes[k] = hash_token(token)
         self.idf[k] = value
-        self.len_factor[k] = 1.0 + _relevance(token)
+        self.len_factor[k] = 1.0 + token_relevance(token)
         self.length[k] = len(token)
         self.marker[k] = token in MARKER_WORDS
         self.rows = k + 1
@@ -163,7 +163,7 @@ _IDF_ROWS: weakref.WeakKeyDictionary[JiebaIdf, tuple[_IdfRows, _IdfRows]] = weak
 def _idf_rows(table: JiebaIdf, scheme: str) -> _IdfRows:
     pair = _IDF_ROWS.get(table)
     if pair is None:
-        pair = _IDF_ROWS[table] = (_IdfRows(table, STOPWORDS), _IdfRows(table, _STOPWORDS_BUT_MARKERS))
+        pair = _IDF_ROWS[table] = (_IdfRows(table, STOPWORDS), _IdfRows(table, STOPWORDS_BUT_MARKERS))
     return pair[scheme == "pos_weighted"]
 
 

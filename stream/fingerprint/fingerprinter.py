@@ -38,7 +38,7 @@ class Fingerprinter:
     def __init__(self, config: FingerprintConfig | None = None, idf_path: str | None = None) -> None:
         """``idf_path``: where a stream-learned IDF table (``config.idf == "stream"``) is kept."""
         from stream.text.idf import StreamingIdf, jieba_idf
-        from stream.text.segment import SETTINGS
+        from stream.text.segment import SEGMENTATION_SETTINGS
 
         self.config = config or FingerprintConfig()
         self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
@@ -50,11 +50,11 @@ class Fingerprinter:
         if self.idf is None and self.config.weighting in ("tfidf", "tfidf_len", "pos_weighted"):
             self.idf = jieba_idf()
         # the default path: a count weighting's SimHash in one compiled pass (stream.fingerprint.words),
-        # jieba's tokens without a segmenter object (every backend gives them: segment.SETTINGS)
+        # jieba's tokens without a segmenter object (every backend gives them: segment.SEGMENTATION_SETTINGS)
         cfg = self.config
         self.compiled_words = (cfg.segmenter == "auto" and cfg.weighting in COUNT_WEIGHTINGS and not cfg.pos_tags
                                and self.stream_idf is None)
-        self.schema = cfg.schema_id(SETTINGS)
+        self.schema = cfg.schema_id(SEGMENTATION_SETTINGS)
 
     @property
     def segmenter(self) -> Segmenter:

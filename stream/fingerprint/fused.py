@@ -8,7 +8,7 @@ method, not in result:
   the exact sketch (``np.unique``, sorted) and an integer vote do not depend on the order;
 - whitespace is dropped by ``segment.is_space`` on code points: ``str.isspace``, what ``str.split``
   uses (tested on every code point).
-``tests/test_fingerprint_fused.py`` compares it with the separate functions on random texts.
+``tests/fingerprint/test_fused.py`` compares it with the separate functions on random texts.
 numba's on-disk cache of ``_parts`` does not notice edits to the kernels it calls in other modules:
 after changing one, delete ``stream/**/__pycache__/*.nb[ic]``.
 """

@@ -6,7 +6,7 @@ for word features. Character/word shingles are hashed by a polynomial over the u
 integer arithmetic: the same text gives the same hashes in every process and machine.
 
 The array loops are compiled with numba: as ~20 numpy calls of a few microseconds each, a
-document's ~1,000 shingles cost more in calls than in arithmetic (docs/fingerprint.md, "Decisions").
+document's ~1,000 shingles cost more in calls than in arithmetic (docs/decisions/fingerprint-compiled-paths.md).
 """
 
 from __future__ import annotations

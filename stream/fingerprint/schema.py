@@ -16,7 +16,7 @@ from typing import Any
 
 from stream.errors import ConfigError
 
-SCHEMA_VERSION = 3  # raised whenever a fingerprint of the same input changes (tests/test_golden.py)
+SCHEMA_VERSION = 3  # raised whenever a fingerprint of the same input changes (tests/fingerprint/test_golden.py)
 # What each schema version means beyond the settings ``describe`` lists (for the message that
 # refuses state of another version).
 SCHEMA_VERSIONS = {
@@ -45,7 +45,7 @@ def schema_changes(stored: dict[str, Any], current: dict[str, Any]) -> tuple[lis
 class FingerprintConfig:
     segmenter: str = "auto"  # auto (rjieba, else jieba) | rjieba | jieba: same tokens (HMM off)
     simhash_features: str = "words"  # words: segmented + weighted (docs/text.md); shingles: binary
-    weighting: str = "tf"  # stream.text.weights.WEIGHTINGS; tf has the best SimHash F1 (docs/text.md, "Decisions")
+    weighting: str = "tf"  # stream.text.weights.WEIGHTINGS; the best SimHash F1: docs/decisions/weighting-tf-default.md
     pos_tags: bool = False  # pos_weighted (POS-weighted SimHash) with jieba POS tags (cut_pos: ~15% slower than cut)
     idf: str = "jieba"  # jieba: jieba's bundled table; stream: document frequencies learned from the stream
     short_text_features: int = 16  # fewer word features -> add character n-grams to the SimHash
@@ -53,7 +53,7 @@ class FingerprintConfig:
     # Opt-in: texts up to this many characters are also verified on exact character 3-grams, so one
     # changed character in a 40-character text stays a near-duplicate. Off by default: on the Tang
     # track it adds 112 pairs (the same poem with 1-2 variant characters) that the 5-gram ground truth
-    # calls different, P 0.994 -> 0.845 at 40 characters (README "Short texts").
+    # calls different, P 0.994 -> 0.845 at 40 characters (docs/detect.md "Short texts").
     short_text_chars: int = 0
     char_n: int = 5  # shingle sizes, as the ground truth defines similarity
     word_n: int = 3
@@ -71,7 +71,7 @@ class FingerprintConfig:
     # LSH bands over the shingles of the first ``prefix_chars`` characters of the content only, in
     # band tables after the ``bands`` ones: a truncated or excerpted repost keeps its original's
     # beginning, so it collides there even when its Jaccard to the whole original is low
-    # (docs/detect.md, "Decisions").
+    # (docs/decisions/prefix-bands.md).
     prefix_bands: int = 8
     prefix_rows: int = 5
     prefix_chars: int = 400

@@ -53,9 +53,3 @@ def sign_bits(votes: np.ndarray) -> np.uint64:
 
 def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
-
-
-def hamming_many(fps: np.ndarray, fp: int) -> np.ndarray:
-    """Hamming distances from ``fp`` to every fingerprint of a uint64 array."""
-    x = np.bitwise_xor(fps.astype(U64), U64(fp))
-    return np.bitwise_count(x).astype(np.int64)

@@ -11,7 +11,7 @@ sketches (not a function of SimHash distance: SimHash only proposes candidates):
 A pair is a near-duplicate when score >= threshold (default 0.8, the ground truth's Jaccard).
 Short-text safeguard: when both texts are short (``short_text_chars``), J_content is the larger of
 the 5-gram and the character 3-gram Jaccard, so one changed character in a 40-character text stays
-a near-duplicate (its cost on the Tang track: README "Short texts").
+a near-duplicate (its cost on the Tang track: docs/detect.md "Short texts").
 
 ``overlap`` also gives the containment of the pair: the share of the smaller document's content
 shingles found in the larger one (``estimate_containment``), which the detector uses to report a

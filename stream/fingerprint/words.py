@@ -7,8 +7,8 @@ segmenter's regex words (``segment.token_spans``); a dictionary word's feature h
 node's (mmh3, computed when the trie was built), any other token is hashed here (MurmurHash3 x64 of
 its UTF-8 bytes: ``mmh3.hash64``'s first half); ``is_feature`` is "not a stop word (by hash) and
 has a letter or digit"; the counts and the integer vote are ``count_and_vote``'s. So the
-fingerprint is bit for bit the one of ``count_simhash(token_bag(text))`` (tests/fingerprint/
-test_words.py; tests/fingerprint/test_golden.py).
+fingerprint is bit for bit the one of ``count_simhash(token_bag(text))``
+(tests/fingerprint/test_words.py; tests/fingerprint/test_golden.py).
 """
 
 from __future__ import annotations

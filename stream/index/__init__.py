@@ -1,29 +1,25 @@
 """Block index: a lossless, adaptively re-split SimHash block table (+ MinHash LSH bands) on a KV store.
 
-The public API (docs/index.md, "API"); everything else in this package is internal.
+The public API (docs/index.md, "API"); everything else in this package is internal:
+``simhash/`` (the block tables), ``bands/`` (the LSH band tables), ``batch/`` (the batch path the product
+runs), ``document/`` (one document at a time: deletes, expiry, the reference), and beside them
+``BlockIndex`` (block_index.py), its state, layout and records. Storage is ``stream.storage``.
 """
 
-from stream.index.batch_data import BatchBands
+from stream.index.batch.data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
 from stream.index.records import DERIVED_NAMESPACES, IndexHit, rebuild_derived_keys
-from stream.index.rocks import RocksStore
-from stream.index.stats import IndexStats
-from stream.index.store import BufferedStore, KVStore, MemoryStore, WriteOp
+from stream.index.simhash.stats import IndexStats
 from stream.index.warm import compile_rare_kernels
 
 __all__ = [
     "DERIVED_NAMESPACES",
     "BatchBands",
     "BlockIndex",
-    "BufferedStore",
     "IndexHit",
     "IndexStats",
-    "KVStore",
-    "MemoryStore",
-    "RocksStore",
     "TableLayout",
-    "WriteOp",
     "compile_rare_kernels",
     "rebuild_derived_keys",
 ]

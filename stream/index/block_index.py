@@ -2,8 +2,8 @@
 
 Tables 0..k are SimHash block tables (Manku et al. 2007: k + 1 blocks, pigeonhole), tables
 k+1..k+bands are LSH band tables (``TableLayout``, layout.py). This module is the API: it opens the
-index's parts (``IndexState``, state.py) and hands each call to the module that does it: query.py
-(one query), writes.py (insert, delete, expire), batch.py (the batch calls).
+index's parts (``IndexState``, state.py) and hands each call to the module that does it: document/query.py
+(one query), document/writes.py (insert, delete, expire), batch/calls.py (the batch calls).
 """
 
 from __future__ import annotations
@@ -11,22 +11,23 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from stream.index import batch, query, writes
-from stream.index.bandtables import DEFAULT_MEMTABLE_ENTRIES, BandTables
-from stream.index.batch_data import BatchBands
-from stream.index.cache import BucketCache, RootFilter
+from stream.index.bands.tables import DEFAULT_MEMTABLE_ENTRIES, BandTables
+from stream.index.batch import calls as batch
+from stream.index.batch.data import BatchBands
+from stream.index.document import query, writes
 from stream.index.layout import TableLayout
 from stream.index.records import BAND_STAMP_KEY, IndexHit, check_config, index_config
-from stream.index.rocks import RocksStore
+from stream.index.simhash.cache import BucketCache, RootFilter
+from stream.index.simhash.stats import IndexStats
+from stream.index.simhash.table import SplitPolicy
 from stream.index.state import IndexState
-from stream.index.stats import IndexStats
-from stream.index.store import BufferedStore, KVStore, MemoryStore
-from stream.index.table import SplitPolicy
+from stream.storage.kv import BufferedStore, KVStore, MemoryStore
+from stream.storage.rocks import RocksStore
 
-# pending writes (store keys) before a batch goes to RocksDB: ~290 documents (docs/index.md, "Decisions")
+# pending writes (store keys) before a batch goes to RocksDB: ~290 documents (docs/decisions/index-storage-layout.md)
 DEFAULT_WRITE_BUFFER = 2048
-DEFAULT_MIN_SPLIT = 1024  # docs/index.md, "Decisions": minimum split size
-BAND_DIR = "bands"  # inside an index's RocksDB directory: the band tables' runs (bandtables.py)
+DEFAULT_MIN_SPLIT = 1024  # minimum split size: docs/decisions/index-resplitting.md
+BAND_DIR = "bands"  # inside an index's RocksDB directory: the band tables' runs (bands/tables.py)
 
 
 class BlockIndex:
@@ -84,7 +85,7 @@ class BlockIndex:
         # the band tables of an index on a RocksDB of its own keep their older entries in runs on disk
         band_dir = Path(path) / BAND_DIR if path is not None and owns_store and bands else None
         band_tables = BandTables(band_dir, kv.get(BAND_STAMP_KEY), band_memtable)
-        if band_tables.reused:  # from here on a crash must not find the stamp (bandtables.py)
+        if band_tables.reused:  # from here on a crash must not find the stamp (bands/tables.py)
             kv.write_ops([(BAND_STAMP_KEY, None)])
         self._state = state = IndexState.open(self.layout, kv, policy, cache_bytes, band_tables)
         # An empty store of our own: until the cache evicts, every bucket is in it (cache misses on new

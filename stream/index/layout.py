@@ -2,7 +2,7 @@
 
 A pure value of (k, bands, bits): no store, no state. The service routes each document with it
 (``routing_keys``: which state partition owns each of its buckets), and the index's hot paths take
-their per-table arithmetic from it, precomputed once from the schemes (schemes.py): the keys of a
+their per-table arithmetic from it, precomputed once from the schemes (simhash/schemes.py): the keys of a
 fingerprint's k + 1 top-level buckets, its entries' payloads there, the block values of many
 fingerprints at once. Each of those is a faster form of a ``SimhashBlocks`` method, and a test
 checks it against that method.
@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from stream.index.schemes import SimhashBlocks
+from stream.index.simhash.schemes import SimhashBlocks
 
 MAX_TABLES = 0xFC  # table ids stay below the record namespaces (records.py), the first key byte
 MAX_BANDS = 0x7F  # a record's band count shares its byte with the payload flag (records.py)

@@ -1,4 +1,4 @@
-"""The records of ``BlockIndex`` besides its bucket entries (table.py): their layout, codec and scans.
+"""The records of ``BlockIndex`` besides its bucket entries (simhash/table.py): their layout, codec and scans.
 
 Each document has three small records::
 
@@ -32,14 +32,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from stream.index.store import KVStore
+from stream.storage.kv import KVStore
 
 HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
 RECORD_NAMESPACE = HANDLE_NS
 # First bytes of the keys derived from the records (doc ids, expiry keys).
 DERIVED_NAMESPACES = DOC_NS + EXPIRY_NS
 CONFIG_KEY, STATS_KEY, HANDLE_KEY = META_NS + b"config", META_NS + b"stats", META_NS + b"handle"
-# the stamp of the band runs a clean close left on disk (bandtables.py)
+# the stamp of the band runs a clean close left on disk (bands/tables.py)
 BAND_STAMP_KEY = META_NS + b"bandruns"
 # A store of another version is refused on open: docs/index.md, "Storage layout" lists what changed.
 FORMAT_VERSION = 7
@@ -79,13 +79,6 @@ def ts_key(ts: float) -> bytes:
     """8 bytes whose byte order is the numeric order of ``ts`` (IEEE 754 with the sign handled)."""
     (bits,) = _UNPACK_U64(_PACK_F64(ts + 0.0))  # + 0.0 turns -0.0 into 0.0
     return (bits ^ _ALL if bits & _SIGN else bits | _SIGN).to_bytes(8, "big")
-
-
-def ts_from_key(raw: bytes) -> float:
-    bits = int.from_bytes(raw, "big")
-    bits = bits ^ _SIGN if bits & _SIGN else bits ^ _ALL
-    (ts,) = struct.unpack(">d", bits.to_bytes(8, "big"))
-    return float(ts)
 
 
 def handle_bytes(handle: int) -> bytes:

@@ -1,5 +1,5 @@
-"""``IndexState``: what a block index is made of, shared by its per-document calls (query.py,
-insert.py) and its batch calls (batch*.py). ``BlockIndex`` (block_index.py) opens one and is its API.
+"""``IndexState``: what a block index is made of, shared by its per-document calls (document/query.py,
+document/writes.py) and its batch calls (batch/). ``BlockIndex`` (block_index.py) opens one and is its API.
 """
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stream.index.bandtables import BandTables
-from stream.index.buckets import Bucket
-from stream.index.cache import BucketCache, RootFilter
+from stream.index.bands.tables import BandTables
 from stream.index.layout import TableLayout
 from stream.index.records import (
     HANDLE_BLOCK,
@@ -22,9 +20,11 @@ from stream.index.records import (
     StoredDocument,
     handle_bytes,
 )
-from stream.index.stats import StatsRecorder
-from stream.index.store import KVStore
-from stream.index.table import BucketTable, Leaf, SplitPolicy
+from stream.index.simhash.buckets import Bucket
+from stream.index.simhash.cache import BucketCache, RootFilter
+from stream.index.simhash.stats import StatsRecorder
+from stream.index.simhash.table import BucketTable, Leaf, SplitPolicy
+from stream.storage.kv import KVStore
 
 STATS_EVERY = 512  # mutations between statistics checkpoints
 

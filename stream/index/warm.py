@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stream.index.arena import RootArena
-from stream.index.bandmap import BandMap
+from stream.index.bands.memtable import BandMap
+from stream.index.simhash.arena import RootArena
 
 
 def compile_rare_kernels() -> None:

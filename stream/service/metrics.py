@@ -1,4 +1,4 @@
-"""Prometheus metrics of a worker (prometheus-client); served with /health on ``metrics_port`` (health.py)."""
+"""Prometheus metrics of a worker (prometheus-client); served with /health on ``metrics_port`` (runtime/health.py)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class Settings:
     # how long a consumer-group rebalance waits for members; a new group also waits this long on
     # tansu (measured: join = rebalance timeout + ~1 s), so the embedded broker uses a short one
     rebalance_timeout: float = 10.0
-    # Faust hard-codes 1500 ms; tansu then delays each of our 3 hops (see faust_tuning.py)
+    # Faust hard-codes 1500 ms; tansu then delays each of our 3 hops (see runtime/patches/fetch_wait.py)
     fetch_max_wait_ms: int = 20
     # hand a probe or gather message straight to the next stage when this worker owns its partition
     # (pipeline.Pipeline); off = every hop over Kafka, for comparison

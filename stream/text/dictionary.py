@@ -44,7 +44,7 @@ class Trie(NamedTuple):
 
 
 def dictionary_path() -> Path:
-    """jieba's bundled ``dict.txt`` (the dictionary every backend uses: ``segment.SETTINGS``)."""
+    """jieba's bundled ``dict.txt`` (the dictionary every backend uses: ``segment.SEGMENTATION_SETTINGS``)."""
     import importlib.util
 
     spec = importlib.util.find_spec("jieba")

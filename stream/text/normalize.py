@@ -3,7 +3,7 @@
 Rules, in order:
 1. Unicode NFKC (compatibility forms folded: ligatures, circled digits, full-width forms, ...).
 2. Full-width ASCII variants (U+FF01..U+FF5E) and the ideographic space (U+3000) -> half-width.
-   NFKC already maps every one of them (tests/test_text_normalize.py checks all 95), so this rule
+   NFKC already maps every one of them (tests/text/test_normalize.py checks all 95), so this rule
    needs no pass of its own (a separate scan would cost 10 of 60 us per 3 KB document).
 3. Invisible format characters that web pages sprinkle into text (soft hyphen, zero-width
    space/joiners, word joiner, BOM) are removed, so they cannot hide a copy.

@@ -42,12 +42,12 @@ log = logging.getLogger("dedup.text")
 
 # Settings that determine the tokens; recorded in the fingerprint schema. Every backend produces
 # the same tokens for these settings, so the string does not name the backend.
-SETTINGS = "jieba-precise;hmm=off;dict=jieba-default;han-runs+regex-words;v1"
+SEGMENTATION_SETTINGS = "jieba-precise;hmm=off;dict=jieba-default;han-runs+regex-words;v1"
 
 # Han: CJK unified ideographs with extensions A-F, compatibility ideographs
 _HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
 _HAN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN_RANGES)
-# The rule as a regex (the specification; tests/test_text_segment.py checks split_runs against it):
+# The rule as a regex (the specification; tests/text/test_segment.py checks split_runs against it):
 # group 1: a Han run; group 2: a word of any other script (letters/digits, "_" excluded) with
 # trailing ".digits" groups so "3.11" and "python3.11" stay one token.
 TOKEN_RE = re.compile(rf"([{_HAN}]+)|((?:[^\W_{_HAN}])+(?:\.\d+)*)")
@@ -210,7 +210,7 @@ class _RunSegmenter:
     """Splits text into Han runs and other words; subclasses segment and tag the Han runs."""
 
     name = "base"
-    settings = SETTINGS
+    settings = SEGMENTATION_SETTINGS
 
     def _cut_han(self, run: str) -> list[str]:
         raise NotImplementedError

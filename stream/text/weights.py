@@ -49,7 +49,7 @@ _MARKER_TEXT = """
     簡而言之 簡言之 概括地說 概括來說 總結 結論 因此 所以 因而 故而 但是 然而 不過 可是 反之 相反
 """
 MARKER_WORDS: frozenset[str] = frozenset(_MARKER_TEXT.split())
-_STOPWORDS_BUT_MARKERS = STOPWORDS - MARKER_WORDS
+STOPWORDS_BUT_MARKERS = STOPWORDS - MARKER_WORDS  # what pos_weighted drops: its marker words stay
 MARKER_FACTOR = 5.0  # POS-weighted SimHash: "含有标志词的特征词的权重为普通特征词的5倍"
 TITLE_FACTOR = 5.0  # POS-weighted SimHash: "出现在标题中的特征词的权重为普通特征词的5倍"
 
@@ -72,7 +72,8 @@ def length_relevance(length: int) -> float:
 _LENGTH_RELEVANCE = tuple(length_relevance(n) for n in range(64))
 
 
-def _relevance(token: str) -> float:
+def token_relevance(token: str) -> float:
+    """``length_relevance(len(token))``, from a table for the usual lengths."""
     n = len(token)
     return _LENGTH_RELEVANCE[n] if n < 64 else length_relevance(n)
 
@@ -112,7 +113,7 @@ def tf_weights(counts: Mapping[str, int]) -> dict[str, float]:
 
 def _tf_idf(counts: Mapping[str, int], idf: IdfTable) -> dict[str, float]:
     # stream.fingerprint.features._idf_weights repeats the float operations of the TF-IDF schemes in
-    # this order (fixed tables); change both, or fingerprints change (tests/test_fingerprint_idf.py)
+    # this order (fixed tables); change both, or fingerprints change (tests/fingerprint/test_idf_path.py)
     lookup = idf.idf
     known = {t: (c, v) for t, c in counts.items() if (v := lookup(t)) is not None}
     total = sum(c for c, _ in known.values()) or 1
@@ -130,7 +131,7 @@ def tfidf_len_weights(counts: Mapping[str, int], idf: IdfTable) -> dict[str, flo
     """Wang & Wang 2019 eq. (6): ``w(x) = tf(x) * idf(x) * (1 + len(x))`` where ``len(x)`` is the word-length
     relevance of x: the normal curve over term length (mean 4.51, sd 2.207) normalized to peak at 1
     (see ``length_relevance``; length in characters)."""
-    return {t: w * (1.0 + _relevance(t)) for t, w in _tf_idf(counts, idf).items()}
+    return {t: w * (1.0 + token_relevance(t)) for t, w in _tf_idf(counts, idf).items()}
 
 
 def pos_weighted_weights(
@@ -200,7 +201,7 @@ def weigh(
     counts = Counter(tokens)
     stop: Collection[str] = STOPWORDS if drop_stopwords else ()
     if scheme == "pos_weighted" and drop_stopwords:
-        stop = _STOPWORDS_BUT_MARKERS
+        stop = STOPWORDS_BUT_MARKERS
     kept = {t: c for t, c in counts.items() if is_feature(t, stop)}
     if scheme == "binary":
         return binary_weights(kept)

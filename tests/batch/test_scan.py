@@ -77,7 +77,7 @@ def test_state_carries_over_between_runs(tmp_path: Path) -> None:
     result = dedup("scan", str(second), "--state", state, "--bands", "8")
     assert result.returncode == 3 and "schema" in result.stderr and "Traceback" not in result.stderr
     # a state directory of an older index format is refused with a message, not a traceback
-    from stream.index import RocksStore
+    from stream.storage import RocksStore
 
     index = RocksStore(str(tmp_path / "state" / "index"))
     config = json.loads(index.get(b"\xffconfig") or b"{}")
@@ -96,7 +96,7 @@ def test_simhash_only_mode_still_finds_identical_poems(bands: str) -> None:
 
 
 def test_web_pages_same_article_two_templates(tmp_path: Path) -> None:
-    from fixtures.html_pages import ARTICLES, build_page
+    from tests.fixtures.html_pages import ARTICLES, build_page
 
     src = tmp_path / "pages.jsonl"
     with src.open("w", encoding="utf-8") as out:
@@ -111,7 +111,7 @@ def test_web_pages_same_article_two_templates(tmp_path: Path) -> None:
 
 
 def test_a_truncated_page_is_reported_as_contained(tmp_path: Path) -> None:
-    from fixtures.html_pages import ARTICLES, build_page
+    from tests.fixtures.html_pages import ARTICLES, build_page
 
     long_article = max((a for a in ARTICLES.values() if a.lang == "en"), key=lambda a: len(a.text))
     truncated = build_page(long_article.key, "blog")

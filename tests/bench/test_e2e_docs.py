@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pytest
 
-from stream.bench.e2e import _docs
+from benchmarks.e2e import _docs
 
 
 def test_copies_of_the_sample_are_distinct_ids_in_event_time_order() -> None:

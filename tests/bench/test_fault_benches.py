@@ -8,12 +8,11 @@ from collections import Counter
 
 import pytest
 
-from stream.bench.harness import demo_docs
-from stream.bench.observe import compare
-from stream.bench.poison import KINDS, bad_messages, kind_of
-from stream.bench.retention import copies_found, retention_stream, rule_check
+from benchmarks.poison import KINDS, bad_messages, kind_of
+from benchmarks.retention import copies_found, retention_stream, rule_check
 from stream.errors import DocumentError
 from stream.fingerprint import parse_document
+from tests.harness import compare, demo_docs
 
 
 def test_every_generated_bad_message_is_rejected_with_a_code() -> None:

@@ -1,12 +1,12 @@
-"""``dedup bench index``'s product rows: each build is a real one on disk, and a variant's row is its
+"""``python -m benchmarks index``'s product rows: each build is a real one on disk, and a variant's row is its
 median build with every build's figure kept."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from stream.bench.index_product import median_build, run_product
-from stream.bench.streams import stream
+from benchmarks.index_product import median_build, run_product
+from benchmarks.streams import stream
 
 
 def test_the_median_build_is_reported_with_every_build(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ from pathlib import Path
 import click
 import pytest
 
-from stream.bench.accuracy import load_registered
-from stream.bench.accuracy_report import Track, score
-from stream.bench.track_edits import edit_variant, regional_words, reorder_list, rewrap
-from stream.bench.track_sources import troff_text
+from benchmarks.accuracy import load_registered
+from benchmarks.accuracy_report import Track, score
+from benchmarks.track_edits import edit_variant, regional_words, reorder_list, rewrap
+from benchmarks.track_sources import troff_text
 
 PAGE = r""".\" a comment
 .TH LS 1 "2022" "GNU coreutils" 用户命令
@@ -61,7 +61,7 @@ def test_edit_variant_is_reproducible_and_edits_content() -> None:
 
 def test_missing_registered_track_says_how_to_build_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEDUP_TRACKS", str(tmp_path))
-    with pytest.raises(click.ClickException, match="dedup bench tracks build manpages-zh"):
+    with pytest.raises(click.ClickException, match="python -m benchmarks tracks build manpages-zh"):
         load_registered(["manpages-zh"], None)
 
 

@@ -14,8 +14,6 @@ from stream.detect.verdict import (
     MatchSummary,
     build_verdict,
     later_matches,
-    summarize,
-    verdict_of,
 )
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.sketch import SketchSpec, make_sketch
@@ -69,7 +67,7 @@ def test_revisions_converge_whatever_the_arrival_order() -> None:
             for later in later_matches(orders[doc], found):
                 summaries[later.id].add(Match(doc, 2, 0.9, orders[doc]))
             seen.append(doc)
-        verdicts = {d: verdict_of(d, 0, False, orders[d], s) for d, s in summaries.items()}
+        verdicts = {d: s.verdict(d, 0, False, orders[d]) for d, s in summaries.items()}
         finals.add(tuple((d, tuple(m.id for m in v.matches), v.verdict) for d, v in sorted(verdicts.items())))
     assert finals == {(("a", (), UNIQUE), ("b", ("a",), NEAR_DUPLICATE), ("c", ("a", "b"), NEAR_DUPLICATE))}
 
@@ -81,8 +79,8 @@ def test_a_summary_is_bounded_exact_and_independent_of_arrival_order() -> None:
     results = set()
     for _ in range(5):
         rng.shuffle(matches)
-        summary = summarize((1000.0, "d"), "d", matches + matches[:50], limit=10)  # repeats count once
-        v = verdict_of("d", 0, False, (1000.0, "d"), summary)
+        summary = MatchSummary.of_earlier((1000.0, "d"), "d", matches + matches[:50], limit=10)  # repeats count once
+        v = summary.verdict("d", 0, False, (1000.0, "d"))
         results.add((v.verdict, v.canonical, v.matches, v.match_count))
         assert len(summary.nearest) <= 10
     assert len(results) == 1
@@ -95,8 +93,8 @@ def test_a_summary_is_bounded_exact_and_independent_of_arrival_order() -> None:
 
 
 def test_a_summary_survives_its_json_form() -> None:
-    summary = summarize((9.0, "d"), "d", [Match("a", 1, 0.9, (1.0, "a"), simhash=5),
-                                          Match("b", 0, 1.0, (2.0, "b"), exact=True)], limit=3)
+    summary = MatchSummary.of_earlier((9.0, "d"), "d", [Match("a", 1, 0.9, (1.0, "a"), simhash=5),
+                                                        Match("b", 0, 1.0, (2.0, "b"), exact=True)], limit=3)
     again = MatchSummary.from_json(summary.to_json(), limit=3)
     assert again == summary and not again.add(Match("a", 1, 0.9, (1.0, "a")))
 

@@ -8,7 +8,9 @@ import sys
 SCRIPT = """
 from stream.detect import Detector, warm_up
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.index import BlockIndex, bandmap, kernels
+from stream.index import BlockIndex
+from stream.index.bands import memtable as bandmap
+from stream.index.simhash import kernels
 
 names = ["chain_within", "chain_append", "chain_collect", "chain_push", "chain_gather", "chain_relink", "bucket_growth",
          "pairs_within", "within"]

@@ -31,8 +31,8 @@ REPOST = ("用 tar --create --gzip --file /var/backups/etc.tar.gz /etc 备份配
 
 
 def truth_shingles(text: str, unit: str) -> set[str]:
-    """The ground truth's shingles (neardup_truth.py): character 5-grams of the text without
-    whitespace, or lower-cased 3-grams of ``\\w+`` words."""
+    """The ground truth's shingles (the corpora's ground-truth tool, tests/fixtures/make_fixture_note.md):
+    character 5-grams of the text without whitespace, or lower-cased 3-grams of ``\\w+`` words."""
     if unit == "word":
         w = re.findall(r"\w+", text.lower())
         return {" ".join(w[i : i + 3]) for i in range(len(w) - 2)}

@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex, MemoryStore
-from stream.index.schemes import near_equal_widths
+from stream.index import BlockIndex
+from stream.index.simhash.schemes import near_equal_widths
+from stream.storage import MemoryStore
 
 BITS = 64
 

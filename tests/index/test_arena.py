@@ -8,7 +8,7 @@ import random
 import numpy as np
 
 from stream.index import BlockIndex
-from stream.index.arena import RootArena
+from stream.index.simhash.arena import RootArena
 
 from .helpers import brute_force
 

@@ -1,4 +1,5 @@
-"""Band tables on disk (bandtables.py, band_runs.py): a memtable, sorted runs, merges, reopening.
+"""Band tables on disk (stream/index/bands/tables.py, stream/index/bands/runs.py): a memtable, sorted
+runs, merges, reopening.
 
 Every answer is compared with a dict model of (table, value) -> handles; memtables of a few dozen
 entries make every path run: flushes, merges of runs of unequal size, a hot value whose entries span
@@ -17,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from stream.index import BlockIndex
-from stream.index.band_runs import PAGE
-from stream.index.bandtables import BandTables
+from stream.index.bands.runs import PAGE
+from stream.index.bands.tables import BandTables
 
 
 def _found(tables: BandTables, t: np.ndarray, v: np.ndarray) -> set[tuple[int, int]]:

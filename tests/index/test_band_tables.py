@@ -27,8 +27,8 @@ def test_band_tables_find_same_band_only() -> None:
 
 
 def test_a_hot_band_value_finds_every_mate_and_survives_deletes_and_reopening(tmp_path: Path) -> None:
-    """Band tables do not split (bandmap.py): a band value that 300 documents share finds all of them,
-    with any extension; a delete takes one out; a reopened index rebuilds them from the records."""
+    """Band tables do not split (stream/index/bands/memtable.py): a band value that 300 documents share finds
+    all of them, with any extension; a delete takes one out; a reopened index rebuilds them from the records."""
     path = str(tmp_path / "idx")
     idx = BlockIndex(path, k=3, bands=2, min_split=4)
     rng = random.Random(1)

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from stream.index.bandmap import BandMap
+from stream.index.bands.memtable import BandMap
 
 
 def _found(band_map: BandMap, tables: np.ndarray, values: np.ndarray) -> set[tuple[int, int]]:

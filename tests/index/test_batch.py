@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex, IndexHit, KVStore, MemoryStore
-from stream.index.arena import RootArena
-from stream.index.batch_keys import big_endian, ts_keys
+from stream.index import BlockIndex, IndexHit
+from stream.index.batch.keys import big_endian, ts_keys
 from stream.index.records import META_NS, ts_key
+from stream.index.simhash.arena import RootArena
+from stream.storage import KVStore, MemoryStore
 from tests.index.helpers import FORCED, SKEWS, brute_force, flip, make_set
 
 

@@ -12,7 +12,8 @@ from collections.abc import Collection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex, IndexHit, MemoryStore
+from stream.index import BlockIndex, IndexHit
+from stream.storage import MemoryStore
 from tests.index.helpers import FORCED, SKEWS, brute_force, flip, make_set
 
 BANDS = 3

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from stream.index import BlockIndex, MemoryStore, TableLayout
+from stream.index import BlockIndex, TableLayout
+from stream.storage import MemoryStore
 
 MASK = (1 << 64) - 1
 
@@ -26,7 +27,7 @@ def test_tables_restriction_and_routing_prefixes() -> None:
     prefixes = {p for i, fp in enumerate(fps) for t, p in layout.routing_keys(fp, [(i % 3, 0)]) if t in (0, 4)}
     bucket_keys = [key for key, _ in store.scan_prefix(b"") if key[0] < 0xFC]
     assert bucket_keys and all(any(key.startswith(p) for p in prefixes) for key in bucket_keys)
-    assert {key[0] for key in bucket_keys} == {0}  # the band table keeps no keys (bandmap.py)
+    assert {key[0] for key in bucket_keys} == {0}  # the band table keeps no keys (stream/index/bands/memtable.py)
     assert {h.doc_id for h in idx.query(0, bands=[(1, 0)], tables={4})} == {f"d{i}" for i in range(1, 60, 3)}
     routes = layout.routing_keys(fps[0], [(0, 0)])
     assert [t for t, _ in routes] == [0, 1, 2, 3, 4]

@@ -37,7 +37,7 @@ def test_cache_evicts_least_recently_used_and_keeps_root_slots_in_step() -> None
     """Recency is a stamp per bucket (not an ordered dict): a bucket read recently survives an
     eviction that takes older ones, and the by-block slots of the roots always show exactly the
     cached root buckets (a stale slot would serve a bucket the cache no longer updates)."""
-    from stream.index.table import Bucket, BucketCache
+    from stream.index.simhash.table import Bucket, BucketCache
 
     cache = BucketCache(max_bytes=10 * BucketCache.BUCKET_BYTES)
     slots = cache.slots(0, 2, (1 << 24) - 1, 48)

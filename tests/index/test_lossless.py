@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
+from stream.storage import MemoryStore
 from tests.index.helpers import BITS, FORCED, MASK, SKEWS, brute_force, flip, make_set
 
 
@@ -153,7 +154,7 @@ def test_reopen_with_other_k_is_refused(tmp_path: Path) -> None:
 def test_a_store_of_an_older_format_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     import json
 
-    from stream.index import RocksStore
+    from stream.storage import RocksStore
 
     store = RocksStore(str(tmp_path / "i"))
     store.put(b"\xffconfig", json.dumps({"version": 6, "k": 3, "bits": 64, "bands": 16}).encode())

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index import DERIVED_NAMESPACES, BlockIndex, MemoryStore, rebuild_derived_keys
+from stream.index import DERIVED_NAMESPACES, BlockIndex, rebuild_derived_keys
 from stream.index.records import HANDLE_NS, RecordCodec, StoredDocument, lookup_puts
+from stream.storage import MemoryStore
 from tests.index.helpers import FORCED, make_set
 
 U64 = st.integers(0, (1 << 64) - 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.index.schemes import SimhashBlocks, near_equal_widths
+from stream.index.simhash.schemes import SimhashBlocks, near_equal_widths
 
 MASK = (1 << 64) - 1
 

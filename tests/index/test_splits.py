@@ -6,14 +6,14 @@ import random
 from pathlib import Path
 
 from stream.index import BlockIndex
-from stream.index.schemes import SimhashBlocks
-from stream.index.table import CHILD_TAG
+from stream.index.simhash.schemes import SimhashBlocks
+from stream.index.simhash.table import CHILD_TAG
 
 
 def test_a_split_node_values_its_entries_as_child_does_after_adds_and_removes() -> None:
     """A split node keeps each group's sub-key values and values entries added since on the next
     deal; a removal moves positions, so the values are computed again."""
-    from stream.index.table import SplitBucket
+    from stream.index.simhash.table import SplitBucket
 
     rng = random.Random(13)
     scheme = SimhashBlocks(64, 3, 0)
@@ -38,7 +38,7 @@ def test_a_split_bucket_deals_only_the_sub_buckets_a_query_reaches(tmp_path: obj
     thousands a split makes), answers exactly, and inserts and deletes below the split stay exact
     for sub-buckets dealt later."""
 
-    from stream.index.table import SplitBucket
+    from stream.index.simhash.table import SplitBucket
 
     rng = random.Random(11)
     hot = 0xBEEF << 48

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.index import BlockIndex
-from stream.index.kernels import bucket_growth
-from stream.index.stats import LevelCounter, StatsRecorder, size_bin
+from stream.index.simhash.kernels import bucket_growth
+from stream.index.simhash.stats import LevelCounter, StatsRecorder, size_bin
 
 
 def test_stats_histograms_and_candidates() -> None:

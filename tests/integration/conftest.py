@@ -1,4 +1,4 @@
-"""Integration fixtures: a deployment (stream.bench.harness) per test on the session's broker."""
+"""Integration fixtures: a deployment (tests.harness) per test on the session's broker."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, Row, demo_docs, reference
+from tests.harness import Deployment, Row, demo_docs, reference
 
 
 @pytest.fixture

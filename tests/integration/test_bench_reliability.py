@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from stream.bench.harness import demo_docs
-from stream.bench.reliability_run import SIZES, Run
-from stream.bench.reliability_scenarios import timed
+from benchmarks.reliability_run import SIZES, Run
+from benchmarks.reliability_scenarios import timed
+from tests.harness import demo_docs
 
 pytestmark = pytest.mark.integration
 

@@ -110,7 +110,7 @@ def test_publishing_first_creates_the_topics_with_the_topology_s_partition_count
     settings' partition counts, not the broker's default (which a worker refuses: the test above)."""
     from confluent_kafka.admin import AdminClient
 
-    from stream.bench.harness import Deployment
+    from tests.harness import Deployment
 
     deployment = Deployment(broker, tmp_path)  # its topics not made
     source = tmp_path / "docs.jsonl"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, demo_docs
+from tests.harness import Deployment, demo_docs
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.bench.harness import demo_pairs
+from tests.harness import demo_pairs
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment
 from stream.service.stages.messages import Source, dead_letter
+from tests.harness import Deployment
 
 pytestmark = pytest.mark.integration
 

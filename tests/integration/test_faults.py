@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, Row, rows
 from stream.service.runtime.embedded import free_port
+from tests.harness import Deployment, Row, rows
 
 pytestmark = pytest.mark.integration
 

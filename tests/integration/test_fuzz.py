@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.bench.harness import Deployment
+from tests.harness import Deployment
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment
 from stream.service.runtime.embedded import free_port
+from tests.harness import Deployment
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment
 from stream.service.runtime.app import ready_pid
 from stream.service.runtime.embedded import free_port
+from tests.harness import Deployment
 
 pytestmark = pytest.mark.integration
 

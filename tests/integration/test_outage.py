@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, Row, rows
-from stream.bench.observe import VerdictWatch
 from stream.service.runtime.embedded import EmbeddedBroker
+from tests.harness import Deployment, Row, VerdictWatch, rows
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stream.bench.harness import Deployment, Row, demo_pairs, rows
+from tests.harness import Deployment, Row, demo_pairs, rows
 
 pytestmark = pytest.mark.integration
 

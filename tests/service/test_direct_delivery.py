@@ -1,4 +1,4 @@
-"""Faust's fetch loop delivers a record inline when nothing makes it wait (faust_tuning._wait_first).
+"""Faust's fetch loop delivers a record inline when nothing makes it wait (patches.direct_delivery._wait_first).
 
 Run on a real ``mode.Service`` (what Faust's consumer is), with the call the fetch loop makes:
 ``wait_first(delivery, flow_suspended.wait())``. A delivery that waits must keep Faust's semantics:
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mode import Service
 
-from stream.service.runtime.faust_tuning import _wait_first
+from stream.service.runtime.patches.direct_delivery import _wait_first
 
 
 class Fetcher(Service):

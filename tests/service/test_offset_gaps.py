@@ -3,7 +3,7 @@
 Faust's fetch and its delivery to streams are replaced by a scripted broker log and a loop that does
 what ``Consumer._drain_messages`` does (deliver through ``consumer.callback``, record the read
 offset even when the delivery was cancelled). The guard under test is the real code in
-``stream.service.runtime.offset_gaps``: the delivery-callback wrapper and the ``getmany`` wrapper.
+``stream.service.runtime.patches.offset_gaps``: the delivery-callback wrapper and the ``getmany`` wrapper.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from faust.types import TP as TopicPartition
 
-from stream.service.runtime import offset_gaps
 from stream.service.runtime.ledger import InputLedger
+from stream.service.runtime.patches import offset_gaps
 
 TP = TopicPartition("documents", 0)
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.index import MemoryStore
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.stages.records import Hops
+from stream.storage import MemoryStore
 
 PARTITIONS, INDEX_PARTITIONS = 4, 3  # gather and index partitions: different, so nothing may mix them up
 TOPICS = Topics("probe", "gather", "verdicts", "dlq", PARTITIONS, INDEX_PARTITIONS)
@@ -193,7 +193,7 @@ def _summary(final: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
 
 
 def test_one_id_is_one_document_as_in_a_scan() -> None:
-    """The cases of tests/test_scan_idempotent.py, through the worker's stages, documents without ts (the
+    """The cases of tests/batch/test_scan_idempotent.py, through the worker's stages, documents without ts (the
     record timestamp is new on every republish): the same document again keeps its verdict; an edited
     one replaces its old version everywhere and is judged as a new arrival."""
     poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
@@ -325,7 +325,7 @@ def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies
     """Copies of one document, their ts a permutation (later ones often arrive first): every earlier
     arrival revises all the later copies indexed before it (~n^2/4 pairs), in one entry per gather
     partition; each copy's final match count is its rank. (400 copies: the pairs' state updates stay
-    quadratic, ~100 s at 1,000 on a shared machine; `dedup bench reliability` runs 1,000.)"""
+    quadratic, ~100 s at 1,000 on a shared machine; `python -m benchmarks reliability` runs 1,000.)"""
     n = int(os.environ.get("DEDUP_TEST_COPIES", "400"))
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     ts = [float((i * 7919) % n) for i in range(n)]

@@ -103,7 +103,7 @@ def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
 def test_a_buffer_drained_per_batch_logs_the_same_records_in_the_same_order(tmp_path: Path) -> None:
     """The probe stage writes through a BufferedStore drained once per agent batch (write_ops):
     the changelog must be the one an unbuffered store gives, and RocksDB must end up the same."""
-    from stream.index import BufferedStore
+    from stream.storage import BufferedStore
 
     docs = make_set(9, K, 60, "two_blocks")
     logs, dbs = [], []

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures import doc_pages
-from fixtures.html_pages import ARTICLES, build_page
 from lxml import html as lxml_html
 
 from stream.text.html import extract
 from stream.text.main_text import extract_main, is_furniture
+from tests.fixtures import doc_pages
+from tests.fixtures.html_pages import ARTICLES, build_page
 
 
 def word_shingles(text: str) -> set[str]:

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.text.normalize import normalize
-from stream.text.segment import SETTINGS, TOKEN_RE, available_backends, get_segmenter, split_runs
+from stream.text.segment import SEGMENTATION_SETTINGS, TOKEN_RE, available_backends, get_segmenter, split_runs
 
 # Chinese, English and mixed sentences, written for these tests.
 SAMPLES = [
@@ -81,7 +81,7 @@ def test_cut_pos_words_equal_cut(jieba_seg) -> None:
 def test_fast_backend_tokens_identical_to_jieba(backend, jieba_seg) -> None:
     pytest.importorskip(backend)
     other = get_segmenter(backend)
-    assert other.settings == jieba_seg.settings == SETTINGS
+    assert other.settings == jieba_seg.settings == SEGMENTATION_SETTINGS
     for sample in SAMPLES:
         text = normalize(sample)
         assert other.cut(text) == jieba_seg.cut(text), sample
@@ -93,7 +93,7 @@ def test_fast_backend_tokens_identical_to_jieba(backend, jieba_seg) -> None:
 def test_auto_picks_a_jieba_identical_backend() -> None:
     seg = get_segmenter("auto")
     assert seg.name in ("rjieba", "jieba")
-    assert seg.settings == SETTINGS
+    assert seg.settings == SEGMENTATION_SETTINGS
     assert seg.name == ("rjieba" if "rjieba" in available_backends() else "jieba")
 
 

@@ -55,7 +55,7 @@ def parse_since(_ctx: click.Context, _param: click.Parameter, value: str | None)
 
 
 reason_option = click.option("--reason", "reasons", multiple=True, metavar="CODE",
-                             help="Only letters with this code (README, Dead letters); repeat for several.")
+                             help="Only letters with this code (docs/usage.md, Dead letters); repeat for several.")
 since_option = click.option("--since", callback=parse_since, metavar="[PARTITION:]OFFSET",
                             help="Only letters at or after this offset of the dead-letter topic (`dlq list` shows "
                                  "each letter as PARTITION:OFFSET); with PARTITION:, in that partition only.")

@@ -2,7 +2,7 @@
 its original key and value, a one-line preview, read to the topic's end (``TopicReader``).
 
 A letter is named by its own position in the dead-letter topic (``partition:offset``): that is what
-the replay ledger keys (stream/service/replay.py) and what ``--since`` selects on.
+the replay ledger keys (stream/service/commands/replay.py) and what ``--since`` selects on.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from stream.service.commands.reader import TopicReader
 from stream.service.settings import Settings
 
 NOT_AN_ENVELOPE = "not_an_envelope"  # the code shown for a record on the topic that no worker wrote
-# the codes a worker writes (README, "Dead letters"), besides "<stage>_failed"; a code outside them is
+# the codes a worker writes (docs/usage.md, "Dead letters"), besides "<stage>_failed"; a code outside them is
 # still accepted by a selector when some letter on the topic carries it
 DOCUMENTED_CODES = frozenset((
     "not_utf8", "not_json", "not_object", "bad_id", "bad_ts", "bad_type", "bad_text", "bad_fields", "bad_side",
@@ -177,7 +177,7 @@ def check_selectors(settings: Settings, reasons: Iterable[str], since_partition:
         unknown -= {letter.code for letter in read_letters(settings)}
     if unknown:
         raise UsageError(f"--reason {', '.join(sorted(unknown))}: not a dead-letter code (codes: "
-                         f"{', '.join(sorted(DOCUMENTED_CODES))}, or <stage>_failed; README, Dead letters)")
+                         f"{', '.join(sorted(DOCUMENTED_CODES))}, or <stage>_failed; docs/usage.md, Dead letters)")
 
 
 def read_letters(settings: Settings, start: dict[int, int] | None = None) -> Iterator[DeadLetter]:

@@ -82,10 +82,6 @@ class DocumentProducer:
                 raise
         self.producer.poll(0)
 
-    def send_many(self, documents: Iterable[Mapping[str, Any]]) -> None:
-        for d in documents:
-            self.send(d)
-
     def flush(self, timeout: float = 60.0) -> int:
         """Wait for delivery; returns the number of documents still undelivered."""
         return int(self.producer.flush(timeout))
@@ -227,7 +223,7 @@ def publish_file(settings: Settings, source: str, topic: str | None = None, prog
                    "default message.max.bytes). Raise it together with the topic's max.message.bytes.")
 @click.option("--errors", "errors_file", type=click.Path(dir_okay=False), default=None,
               help="Also write each rejected line as a JSON line {line, code, error} to this file (the codes "
-                   "of README, Dead letters; not_delivered for a document the broker did not take).")
+                   "of docs/usage.md, Dead letters; not_delivered for a document the broker did not take).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (it only shows on a terminal anyway).")
 def publish(source: str, config: str | None, broker: str | None, topic: str | None, max_message_bytes: int | None,
             errors_file: str | None, quiet: bool) -> None:

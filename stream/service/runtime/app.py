@@ -21,11 +21,11 @@ from faust.types import EventT
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError, DedupError
 from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
-from stream.service.runtime.faust_tuning import install_direct_delivery, set_fetch_max_wait, set_switch_interval
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
-from stream.service.runtime.offset_gaps import install_gap_guard, known_ends, request_seek
-from stream.service.runtime.recovery import DATA_LOSS_MARKER, install_data_loss_check, install_exact_recovery_bounds
+from stream.service.runtime.patches import committed_offsets, install_patches, known_ends, partition_db, request_seek
+from stream.service.runtime.process_tuning import set_switch_interval
+from stream.service.runtime.recovery import DATA_LOSS_MARKER
 from stream.service.runtime.tablestore import FaustTableStore
 from stream.service.settings import Settings
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
@@ -121,7 +121,7 @@ def faust_app(s: Settings) -> faust.App:
         value_serializer="raw",
         stream_buffer_maxsize=max(4096, s.batch_size * 8),
         consumer_max_fetch_size=4 << 20,
-        recovery_consistency_check=False,  # install_data_loss_check says it better
+        recovery_consistency_check=False,  # patches/data_loss_check.py says it better
     )
 
 
@@ -129,12 +129,8 @@ class DedupApp:
     def __init__(self, settings: Settings, health: Health) -> None:
         self.settings = s = settings
         self.health = health
-        set_fetch_max_wait(s.fetch_max_wait_ms)
         set_switch_interval()
-        install_direct_delivery()
-        install_exact_recovery_bounds(s.confluent())
-        install_data_loss_check(self._on_data_loss)
-        install_gap_guard()
+        install_patches(s.fetch_max_wait_ms, s.confluent(), self._on_data_loss)
         topology = s.topology()
         self.app = faust_app(s)
         self.ready = ReadyMarker(Path(s.data_dir) / READY_FILE, health)
@@ -233,7 +229,7 @@ class DedupApp:
     def _store(self, table: Any, cache: dict[int, FaustTableStore], partition: int,
                unlogged: bytes = b"") -> tuple[FaustTableStore, bool]:
         """The store of a table partition, and whether it was opened now."""
-        db = table.data._db_for_partition(partition)
+        db = partition_db(table, partition)
         store = cache.get(partition)
         if store is None or store.db is not db:  # Faust reopened the partition after a rebalance
             store = cache[partition] = FaustTableStore(table, partition, self.output, unlogged)
@@ -338,7 +334,7 @@ class DedupApp:
         s = self.settings
 
         # Faust's take() windows (batch_within), not "take what is buffered": measured at 110 docs/s
-        # on 1 worker (docs/service.md, "Latency"), taking what is buffered gave batches of 1-5,
+        # on 1 worker (docs/decisions/take-windows.md), taking what is buffered gave batches of 1-5,
         # ~1.5x the messages per document and ~15% more worker and broker CPU; p99 0.9-1.3 s vs 0.3-0.7 s.
         @self.app.agent(self.documents_topic)
         async def documents(stream: Any) -> None:
@@ -369,7 +365,7 @@ class DedupApp:
     def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
         """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
         else (nothing processed since the assignment) from the group's committed offset."""
-        committed = getattr(self.app.consumer, "_committed_offset", {})
+        committed = committed_offsets(self.app.consumer)
         lags = {}
         for tp, end in ends.items():
             position = ledger.position(tp)

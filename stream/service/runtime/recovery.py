@@ -1,4 +1,4 @@
-"""Changelog recovery, kept in one place: where it ends, and when local state can be trusted.
+"""Changelog recovery: where it ends, and when local state can be trusted.
 
 Faust rebuilds a table partition by reading its changelog up to (high watermark - 1). Three things
 make that unsafe for us, and this module handles them:
@@ -6,7 +6,8 @@ make that unsafe for us, and this module handles them:
 1. **The end bound.** tansu reports a partition's high watermark as (base offset of the LAST record
    batch) + 1, not (last offset) + 1, so Faust would stop at the first record of the last batch and
    silently lose the rest (Apache Kafka reports last + 1). ``exact_last_offsets`` reads the last
-   batch itself and takes the offset of its last record; on Kafka that is the same number.
+   batch itself and takes the offset of its last record; on Kafka that is the same number
+   (``patches/recovery_bounds.py`` makes Faust's recovery use it).
 2. **Local writes ahead of the changelog.** A table write goes to the local RocksDB at once and to
    the changelog when the producer delivers it. After a crash the local database may hold writes
    whose changelog records never arrived; the redelivered input then finds them present (an index
@@ -16,18 +17,16 @@ make that unsafe for us, and this module handles them:
    from the changelogs alone.
 3. **A broker that lost its data.** A changelog that ends before the offset our local table has
    already applied means the broker's data is gone (a restarted in-memory broker, a deleted topic).
-   Faust raises a ConsistencyError and the worker would crash at every start. ``install_data_loss_check``
-   hands the partitions to a callback instead, which stops the worker with a message saying what
-   happened and what to do (``stream.service.runtime.app``).
+   Faust raises a ConsistencyError and the worker would crash at every start.
+   ``patches/data_loss_check.py`` hands the partitions to a callback instead, which stops the worker
+   with a message saying what happened and what to do (``stream.service.runtime.app``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,48 +74,6 @@ def exact_last_offsets(conf: dict[str, Any], reported: dict[TopicPartition, int]
     finally:
         consumer.close()
     return result
-
-
-def install_exact_recovery_bounds(conf: dict[str, Any]) -> None:
-    """Make Faust's table recovery (this process) read each changelog to its real last record."""
-    from faust.tables.recovery import Recovery
-
-    original = getattr(Recovery._build_highwaters, "__wrapped__", Recovery._build_highwaters)
-
-    async def _build_highwaters(self: Any, consumer: Any, tps: Any, destination: Any, title: str) -> None:
-        await original(self, consumer, tps, destination, title)  # destination[tp] = reported - 1
-        reported = {(tp.topic, tp.partition): int(destination[tp]) + 1 for tp in tps}
-        exact = await asyncio.get_running_loop().run_in_executor(None, exact_last_offsets, conf, reported)
-        for tp in tps:
-            bound = exact[(tp.topic, tp.partition)]
-            if bound != destination[tp]:
-                log.info("%s changelog %s[%d]: recovery reads to offset %d (broker reported %d)",
-                         title, tp.topic, tp.partition, bound, destination[tp])
-            destination[tp] = bound
-        self.__dict__.setdefault("_dedup_highwaters", {}).update({tp: destination[tp] for tp in tps})
-
-    _build_highwaters.__wrapped__ = original  # type: ignore[attr-defined]
-    Recovery._build_highwaters = _build_highwaters  # type: ignore[method-assign]
-
-
-def install_data_loss_check(on_loss: Callable[[list[str]], None]) -> None:
-    """Call ``on_loss(descriptions)`` when a changelog ends before the offset a local table already
-    applied (instead of Faust's ConsistencyError; the app turns Faust's own check off)."""
-    from faust.tables.recovery import Recovery
-
-    original = getattr(Recovery._build_offsets, "__wrapped__", Recovery._build_offsets)
-
-    async def _build_offsets(self: Any, consumer: Any, tps: Any, destination: Any, title: str) -> None:
-        await original(self, consumer, tps, destination, title)
-        highwaters = self.__dict__.get("_dedup_highwaters", {})
-        lost = [f"{tp.topic}[{tp.partition}] ends at offset {highwaters[tp]}, this worker has applied up to "
-                f"{destination[tp]}" for tp in tps
-                if tp in highwaters and destination[tp] is not None and destination[tp] > highwaters[tp]]
-        if lost:
-            on_loss(lost)
-
-    _build_offsets.__wrapped__ = original  # type: ignore[attr-defined]
-    Recovery._build_offsets = _build_offsets  # type: ignore[method-assign]
 
 
 DATA_LOSS_MARKER = "BROKER_DATA_LOST"

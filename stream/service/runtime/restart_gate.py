@@ -33,7 +33,7 @@ def run(command: Sequence[str]) -> int:
     if code == 0 or code in RESTARTABLE:
         return code
     print(f"restart_gate: {' '.join(command)} exited {code}: not restarted, a restart would fail the same way "
-          "(see the lines above; exit codes: README); fix the cause and start it again", file=sys.stderr)
+          "(see the lines above; exit codes: docs/usage.md); fix the cause and start it again", file=sys.stderr)
     return 0
 
 

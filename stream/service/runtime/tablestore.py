@@ -15,14 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from stream.errors import StorageError
+from stream.service.runtime.patches import FAUST_OFFSET_KEY, partition_db
 from stream.service.stages.output import Output
-
-FAUST_OFFSET_KEY = b"__faust\0offset__"  # faust.stores.rocksdb.Store.offset_key
-
-
-def partition_db(table: Any, partition: int) -> Any:
-    """The rocksdict ``Rdict`` Faust keeps for ``partition`` of ``table`` (opened on first use)."""
-    return table.data._db_for_partition(partition)
 
 
 @contextmanager
@@ -38,7 +32,7 @@ def storage(what: str) -> Iterator[None]:
 
 
 class FaustTableStore:
-    """``stream.index.store.KVStore`` over ``table``'s partition ``partition``; every RocksDB failure
+    """``stream.storage.KVStore`` over ``table``'s partition ``partition``; every RocksDB failure
     is raised as ``StorageError``."""
 
     def __init__(self, table: Any, partition: int, output: Output, unlogged: bytes = b"") -> None:

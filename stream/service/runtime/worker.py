@@ -84,7 +84,9 @@ def reset_data_dir(path: Path) -> list[str]:
 
 def run_worker(settings: Settings, say: Callable[[str], None] = print) -> int:
     from stream.service.runtime.connect import ensure_reachable
+    from stream.service.runtime.patches import check_versions
 
+    check_versions()  # before anything starts: the patches need the libraries they were checked against
     lock = claim_data_dir(Path(settings.data_dir))
     check_data_loss(settings, say)
     broker: EmbeddedBroker | None = None
@@ -114,9 +116,9 @@ def _run_faust(settings: Settings, say: Callable[[str], None]) -> int:
 
     from stream.service.runtime.app import DedupApp
     from stream.service.runtime.connect import broker_ping
-    from stream.service.runtime.faust_tuning import tune_gc
     from stream.service.runtime.health import Health, serve
     from stream.service.runtime.logs import configure
+    from stream.service.runtime.process_tuning import tune_gc
     from stream.service.runtime.recovery import LocalStateGuard
 
     health = Health(broker_ping(settings))

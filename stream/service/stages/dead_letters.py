@@ -1,5 +1,5 @@
 """Dead letters: a record that cannot be judged goes to the DLQ topic alone, with a stable code, the
-message, and where it came from (README, "Dead letters"). A fault that is not the record's (the store,
+message, and where it came from (docs/usage.md, "Dead letters"). A fault that is not the record's (the store,
 the producer) is not a dead letter: ``is_fault`` tells them apart and the stage raises it on."""
 
 from __future__ import annotations

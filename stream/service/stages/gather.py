@@ -6,14 +6,14 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from stream.detect import MAX_MATCHES, verdict_of
-from stream.index import KVStore
+from stream.detect import MAX_MATCHES
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Revisions, Source, dumps, loads
 from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
+from stream.storage import KVStore
 
 
 class GatherStage:
@@ -97,7 +97,7 @@ class GatherStage:
 
     def _publish(self, state: GatherState) -> None:
         assert state.simhash is not None and state.order is not None and state.source is not None
-        verdict = verdict_of(state.doc, state.simhash, state.empty, state.order, state.summary)
+        verdict = state.summary.verdict(state.doc, state.simhash, state.empty, state.order)
         now = self.clock()
         body = verdict.to_json()
         body.update({

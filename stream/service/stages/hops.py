@@ -9,7 +9,7 @@ from typing import Any
 
 from stream.detect import warm_up
 from stream.fingerprint import parse_document
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
 from stream.service import metrics
 from stream.service.stages.documents import DocumentStage
 from stream.service.stages.gather import GatherStage
@@ -17,6 +17,7 @@ from stream.service.stages.messages import GatherEntry, ProbeItem, dumps
 from stream.service.stages.output import Output
 from stream.service.stages.probe import ProbeStage
 from stream.service.stages.records import Hops, InputRecord, Topics, merge
+from stream.storage import MemoryStore
 
 # Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch
 # of 64 messages can answer hundreds of documents; a probe item carries a ~0.7 KB fingerprint.
@@ -57,7 +58,7 @@ class Pipeline:
     of the block table and of the gather topic belong to one worker, whose event loop runs one
     batch at a time, so a local hop reads and writes exactly the state the Kafka hop would, with its
     changelog records delivered before the batch's input is acknowledged. Measured at 200 docs/s on
-    one worker: each Kafka hop cost 60-77 ms at the median (docs/service.md, "Local hops").
+    one worker: each Kafka hop cost 60-77 ms at the median (docs/decisions/local-hops.md).
     """
 
     def __init__(self, documents: DocumentStage, probes: ProbeStage, gather: GatherStage, output: Output,

@@ -2,7 +2,7 @@
 
 Why not Faust's own producer: measured on tansu, a Faust table write through ``send_changelog``
 costs ~80 us of Python per changelog record and a Faust ``topic.send`` about as much, while
-``confluent_kafka.Producer.produce`` costs ~3 us (docs/service.md, "Why librdkafka for output").
+``confluent_kafka.Producer.produce`` costs ~3 us (docs/decisions/output-through-librdkafka.md).
 Faust still owns consumption, group membership, partition assignment and table recovery.
 
 At-least-once: each agent batch waits until every record IT produced is acknowledged before its input

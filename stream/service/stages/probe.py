@@ -15,7 +15,7 @@ from stream.detect import Detector, Match, MatchSettings, Order, differences, fi
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import BlockIndex, BufferedStore, IndexHit, KVStore
+from stream.index import BlockIndex, IndexHit
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import (
@@ -31,6 +31,7 @@ from stream.service.stages.messages import (
 from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
 from stream.service.stages.routing import doc_partition
+from stream.storage import BufferedStore, KVStore
 
 CHECKPOINT_SECONDS = 5.0
 EXPIRE_SECONDS = 10.0  # with retention: how often a partition deletes entries too old to match
@@ -87,7 +88,7 @@ class ProbeStage:
         # Measured at 250 docs/s on the Tang corpus: those scans were 18% of a documents batch.
         # The index is made before anything writes the partition, so that it sees an empty one. A
         # restored partition gets the same shortcut for the top-level buckets its records do not
-        # reach (root_filter: one scan of its records on open; docs/service.md, "Restored partitions").
+        # reach (root_filter: one scan of its records on open; docs/decisions/restored-partitions-root-filter.md).
         try:
             index = BlockIndex(None, k=self.matching.k, bands=self.config.band_tables, store=buffered,
                                sole_writer=True, root_filter=True)

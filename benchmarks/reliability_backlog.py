@@ -1,0 +1,83 @@
+"""``python -m benchmarks reliability`` backlog scenario: ``backlog_docs`` documents published before one worker
+starts. What it reports: verdict records per id (at most 2 without faults), the ledger's false stalls
+and re-reads (none), and the worker's RSS over time (the last 40% of the documents should add < 10%)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.reliability_run import Run, encode
+from tests.harness import VerdictWatch, accounted, publish, raw_values, settled_table
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0
+                     ) -> list[tuple[float, int, int]]:
+    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes) every ``every`` s."""
+    started = time.monotonic()
+    samples: list[tuple[float, int, int]] = []
+    while True:
+        judged = watch.count()
+        samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid)))
+        if judged >= ids:
+            return samples
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{judged}/{ids} ids with a verdict after {timeout:.0f} s")
+        time.sleep(every)
+
+
+def backlog(run: Run) -> dict[str, Any]:
+    n = run.scale.backlog_docs
+    docs = run.docs(n)
+    ids = [doc["id"] for doc in docs]
+    with run.deployment("backlog") as d:
+        publish(d, [encode(doc) for doc in docs])
+        run.echo(f"  backlog of {n:,} documents published")
+        worker = d.start_worker("w", env=run.worker_env)
+        watch = VerdictWatch(d)
+        samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20))
+        watch.close()
+        settled_table(d, ids, run.scale.timeout)
+        records = [k for k, v in raw_values(d, d.verdicts) if v is not None]
+        counts = accounted(d, n)
+        log = (d.tmp / "w.log").read_text(errors="replace")
+    per_id: dict[bytes | None, int] = {}
+    for key in records:
+        per_id[key] = per_id.get(key, 0) + 1
+    at_60 = next((rss for _, judged, rss in samples if judged >= 0.6 * len(set(ids))), None)
+    last = samples[-1][2] if samples else None
+    return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
+            "most_verdict_records_for_an_id": max(per_id.values(), default=0),
+            "false_stalls": log.count("nothing was delivered"), "gaps": log.count("were skipped before"),
+            "rss_at_60_percent": at_60, "rss_last": last,
+            "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
+            "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0] if samples else None}
+
+
+def backlog_chart(result: dict[str, Any], path: Path) -> None:
+    """The worker's RSS against the ids judged so far (the backlog scenario's samples)."""
+    from benchmarks.common import pyplot, stamp
+
+    plt = pyplot()
+    samples = result["rss_samples"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([judged for _, judged, _ in samples], [rss / 2**20 for _, _, rss in samples], marker=".")
+    ax.set_xlabel("ids with a verdict")
+    ax.set_ylabel("worker RSS (MiB)")
+    ax.set_title(f"backlog of {result['documents']:,} documents: RSS of one worker "
+                 f"({result['false_stalls']} false stalls, {result['verdict_records_per_id']} verdict records per id)",
+                 fontsize=9)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    stamp(fig)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

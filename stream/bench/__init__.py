@@ -1,1 +1,0 @@
-"""Benchmarks behind `dedup bench ...`: each prints a table and saves JSON + PNG figures."""

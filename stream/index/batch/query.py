@@ -1,0 +1,166 @@
+"""The query half of a batch run (batch/calls.py): every document against the index as it was before the
+run, then the pairs inside the run.
+
+SimHash: one compiled pass compares every document with the entries of its unsplit roots in the
+root arena (batch/roots.py); the documents below a split root are descended together, per root
+(simhash/split_batch.py).
+Bands: one compiled call looks every (document, band) of the batch up in the band map. One multi-get
+reads the records of every hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import chain
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from stream.index.batch.roots import Resolved
+from stream.index.document.query import hits
+from stream.index.records import IndexHit
+from stream.index.simhash import split_batch
+from stream.index.simhash.kernels import pairs_within
+from stream.index.state import IndexState
+
+if TYPE_CHECKING:
+    from stream.index.batch.data import DocumentBatch
+
+def answer_lists(n: int) -> list[list[IndexHit]]:
+    """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
+    runs when enough container objects are alive, and a young collection walks every young one.
+    Made here, the n lists start the collection before the roots the batch loads from the store exist
+    as objects; made later they set one off that walks those thousands of objects (~1.2 ms, ~1.1 us per document
+    at 1M; docs/decisions/index-hot-paths.md)."""
+    return [[] for _ in range(n)]
+
+
+def query_run(state: IndexState, batch: DocumentBatch, resolved: Resolved,
+              first: int | None = None) -> list[list[IndexHit]]:
+    """``query`` of each document of ``batch`` against the index as it is. ``first``: the batch is a
+    run being inserted, its documents hold the handles from ``first`` on (``batch_insert.allocate``)
+    and enter the band map here: each document's answer also gets the documents before it in the
+    run that its query will find once they are inserted (``query_insert_many``).
+    ``resolved``: the run's root buckets (batch/roots.py)."""
+    answers = answer_lists(len(batch))
+    near: dict[int, set[int]] = {}
+    band: dict[int, dict[int, list[int]]] = {}
+    run_band: set[tuple[int, int]] = set()
+    _simhash_candidates(state, batch, near, resolved)
+    if state.layout.bands:
+        _band_candidates(state, batch, band, first, run_band)
+    _index_hits(state, batch, near, band, answers)
+    if first is not None:
+        add_run_pairs(state, batch, answers, run_band)
+    return answers
+
+
+def _index_hits(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]],
+                band: dict[int, dict[int, list[int]]], answers: list[list[IndexHit]]) -> None:
+    """``answers[i]``: the hits of candidates ``near[i]`` and ``band[i]``, by one read of their records."""
+    if near or band:
+        found = sorted(set(chain.from_iterable(near.values())) | set(chain.from_iterable(band.values())))
+        records = dict(zip(found, state.records(found), strict=True))
+        for i in sorted(near.keys() | band.keys()):
+            mates = band.get(i, {})
+            values = [(v, 0) for v in batch.values[i].tolist()] if mates else ()
+            answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
+
+
+def _simhash_candidates(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]], resolved: Resolved) -> None:
+    """Handles whose stored bits lie within k of each document (``near``), by one compiled pass over
+    the unsplit roots in the arena and one descent per split root (simhash/split_batch.py), and the
+    candidate statistics as ``query`` keeps them."""
+    arena = state.cache.arena
+    blocks, use, below = resolved.blocks, resolved.arena, resolved.below
+    found, handles = arena.within(blocks, use, resolved.masked, state.layout.k)
+    for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
+        near.setdefault(i, set()).add(handle)
+    sizes = (arena.lengths(blocks) * use).sum(axis=0)
+    for (t, _), (root_key, root, docs) in below.items():  # below split roots: leaves hold whole fps
+        at = np.array(docs, dtype=np.int64)
+        visits = split_batch.descend(state.tables[t], root_key, root, at, batch.array[at])
+        found, handles, counts = split_batch.candidates(state.tables[t], visits, batch.array, state.layout.k)
+        sizes += counts
+        for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
+            near.setdefault(i, set()).add(handle)
+    state.stats.candidates["simhash"].add_many(sizes.tolist())
+
+
+def _band_candidates(state: IndexState, batch: DocumentBatch, band: dict[int, dict[int, list[int]]], first: int | None,
+                     run_band: set[tuple[int, int]]) -> None:
+    """Per document, handle -> the band columns under whose tag the band map holds it (``query.hits``
+    checks the value in the record), for the band tables each document uses: one compiled call.
+    With ``first`` (a run being inserted) the run's values enter the map as they are looked up, its
+    documents holding the handles from ``first`` on: (i, j) into ``run_band`` for each earlier
+    document j of the run that has document i's value in a band table both use."""
+    k = state.layout.k
+    rows, cols = np.nonzero(batch.part[:, k + 1 :])
+    if first is None:
+        where, found = state.band_map.find_many(cols + (k + 1), batch.values[rows, cols])
+    else:  # the run's values go into the map as they are looked up, document by document
+        where, found = state.band_map.find_add_many(cols + (k + 1), batch.values[rows, cols],
+                                                    rows.astype(np.uint64) + np.uint64(first))
+    docs, columns = rows[where], cols[where]
+    if first is not None:
+        own = found >= np.uint64(first)
+        i, j, c = docs[own], (found[own] - np.uint64(first)).astype(np.int64), columns[own]
+        keep = (j < i) & (batch.values[np.minimum(j, len(batch) - 1), c] == batch.values[i, c])
+        run_band.update(zip(i[keep].tolist(), j[keep].tolist(), strict=True))
+        docs, columns, found = docs[~own], columns[~own], found[~own]
+    totals = np.bincount(docs, minlength=len(batch))
+    for i, c, handle in zip(docs.tolist(), columns.tolist(), found.tolist(), strict=True):
+        band.setdefault(i, {}).setdefault(handle, []).append(c)
+    probed = batch.part[:, k + 1 :].any(axis=1)
+    state.stats.candidates["band"].add_many(totals[probed].tolist())
+
+
+def add_run_pairs(state: IndexState, batch: DocumentBatch, answers: list[list[IndexHit]],
+                  shared_band: set[tuple[int, int]]) -> None:
+    """Add to ``answers[i]`` the documents j < i of the run that its query finds once they are
+    inserted: within k on a SimHash table both use and where they share the block, or sharing a
+    band value in a band table both use (``shared_band``); ``once`` as ``query.hits`` applies it."""
+    if len(batch) < 2:
+        return
+    k = state.layout.k
+    out = state.positions
+    count = pairs_within(batch.array, k, out)
+    if count > len(out):  # more pairs than room: again, with room
+        out = state.room(count)
+        pairs_within(batch.array, k, out)
+    close = [(p >> 32, p & 0xFFFFFFFF) for p in out[:count].tolist()]
+    changed = set()
+    for i, j in chain(close, shared_band.difference(close)):
+        hit = _run_hit(state, batch, i, j, (i, j) in shared_band)
+        if hit is not None:
+            answers[i].append(hit)
+            changed.add(i)
+    for i in changed:
+        answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
+
+
+def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool) -> IndexHit | None:
+    fps = batch.fps
+    distance = (fps[i] ^ fps[j]).bit_count()
+    k = state.layout.k
+    if distance <= k and _share_simhash_block(state, batch, i, j):
+        via = "simhash"
+    elif band:
+        via = "band"
+    else:
+        return None
+    once_in = batch.once[i]
+    if once_in is not None and distance <= k and state.layout.first_shared(fps[j], fps[i]) not in once_in:
+        return None
+    return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
+
+
+def _share_simhash_block(state: IndexState, batch: DocumentBatch, i: int, j: int) -> bool:
+    """Whether a SimHash table that both documents use has them in one bucket (a pair within k
+    shares a block by pigeonhole, so with every table used the answer is yes)."""
+    if batch.all_simhash:
+        return True
+    differ = batch.fps[i] ^ batch.fps[j]
+    k, blocks = state.layout.k, state.layout.blocks
+    both: Iterable[int] = np.flatnonzero(batch.part[i, : k + 1] & batch.part[j, : k + 1]).tolist()
+    return any(not (differ >> blocks[t][0]) & blocks[t][1] for t in both)

@@ -1,0 +1,7 @@
+"""Key-value storage: the ``KVStore`` protocol the block index and the gather state are written against,
+``MemoryStore``, ``BufferedStore`` (one batched write per flush) and ``RocksStore`` (RocksDB)."""
+
+from stream.storage.kv import BufferedStore, KVStore, MemoryStore, WriteOp, WritePairs, prefix_end
+from stream.storage.rocks import RocksStore
+
+__all__ = ["BufferedStore", "KVStore", "MemoryStore", "RocksStore", "WriteOp", "WritePairs", "prefix_end"]
