@@ -72,7 +72,7 @@ def test_every_header_stays_whole_and_narrow_terminals_drop_optional_columns() -
     assert fit((Column("id", 40, flexible=True), Column("n", 3)), 200)[0][1] == 40  # no wider than needed
 
 
-def test_a_terminal_table_shows_whole_headers_at_120_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_terminal_table_shows_whole_headers_and_whole_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -88,6 +88,8 @@ def test_a_terminal_table_shows_whole_headers_at_120_columns(monkeypatch: pytest
         header = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue().splitlines()[0])
         assert header.split() == list(shown), (width, header)
         assert "…" not in header and len(header.rstrip()) <= width
+        table = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+        assert long_id in "".join(line.split()[0] if line.strip() else "" for line in table.splitlines()[1:]), table
 
 
 def test_plain_text_is_told_apart_from_jsonl_with_bad_lines() -> None:

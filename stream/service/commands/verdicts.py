@@ -117,6 +117,7 @@ class Column:
     right: bool = False  # numbers
     flexible: bool = False  # ids, previews: cut with an ellipsis when the terminal is narrow
     optional: bool = False  # dropped (rightmost first) when the terminal is too narrow for every column
+    whole: bool = False  # ids: folded onto a second line when narrow, never cut (they are pasted into dedup show)
 
 
 MIN_FLEXIBLE = 12  # narrower than this, an id is unreadable: drop an optional column instead
@@ -191,8 +192,9 @@ class RowPrinter:
         table = Table(show_header=not self._header_done, box=None, pad_edge=False, padding=(0, 1),
                       header_style="bold")
         for column, width in self._fitted:
-            table.add_column(column.name, width=width, min_width=len(column.name), no_wrap=True,
-                             overflow="ellipsis", justify="right" if column.right else "left")
+            table.add_column(column.name, width=width, min_width=len(column.name), no_wrap=not column.whole,
+                             overflow="fold" if column.whole else "ellipsis",
+                             justify="right" if column.right else "left")
         for record in batch:
             cells = self.cells(record)
             table.add_row(*(cells[index[c.name]] for c, _ in self._fitted))
@@ -231,7 +233,8 @@ def row_of(v: dict[str, Any]) -> tuple[str, ...]:
 class VerdictPrinter(RowPrinter):
     """Verdicts (the records as published; a deletion as a ``deleted`` row)."""
 
-    columns = (Column("id", 32, flexible=True), Column("verdict", 14), Column("canonical", 32, flexible=True),
+    columns = (Column("id", 32, flexible=True, whole=True), Column("verdict", 14),
+               Column("canonical", 32, flexible=True, whole=True),
                Column("similarity", 10, right=True), Column("distance", 8, right=True),
                Column("matches", 7, right=True, optional=True), Column("revised", 7, optional=True),
                Column("latency_ms", 10, right=True, optional=True))
