@@ -150,8 +150,14 @@ def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool
     else:
         return None
     once_in = batch.once[i]
-    if once_in is not None and distance <= k and state.layout.first_shared(fps[j], fps[i]) not in once_in:
-        return None
+    if once_in is not None:  # the lowest table where the two share a key reports the pair (query._reports)
+        if distance <= k:
+            first = state.layout.first_shared(fps[j], fps[i])
+        else:
+            shared = np.flatnonzero(batch.values[i] == batch.values[j])
+            first = k + 1 + int(shared[0]) if len(shared) else None
+        if first is not None and first not in once_in:
+            return None
     return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
 
 
