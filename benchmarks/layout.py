@@ -29,7 +29,7 @@ from typing import Any
 
 import click
 
-from stream.bench.common import commit, pyplot, save_json, stamp
+from stream.bench.common import machine, pyplot, save_json, stamp
 from stream.bench.corpus_zh import default_corpus
 from stream.bench.track_edits import edit_variant
 from stream.detect import MatchSettings
@@ -243,6 +243,7 @@ def command(corpus: Path | None, documents: int, count: int, partitions: str, in
     corpus = corpus or default_corpus()
     if not corpus.is_file():
         raise click.UsageError(f"{corpus} not found: build it with `dedup bench corpus-zh`, or pass --corpus")
+    measured = machine()  # with the commit measured: read before the run, not when the results are saved
     docs = editions(corpus, documents, count)
     runs = batches(docs, inputs, fetch, batch)
     simulate(runs[:4], 1)  # warm-up: the segmenter's dictionary and the index's compiled kernels
@@ -262,7 +263,7 @@ def command(corpus: Path | None, documents: int, count: int, partitions: str, in
     first = layouts[0]
     result = {"corpus": str(corpus), "documents": len(docs),
               "corpus_note": f"{documents} zh3k documents x {count} editions", "inputs": inputs, "fetch": fetch,
-              "batch": batch, "commit": commit(), "layouts": [asdict(r) for r in layouts],
+              "batch": batch, "machine": measured, "layouts": [asdict(r) for r in layouts],
               "targets": {"index_64_over_1": (layouts[-1].index_us / first.index_us) if len(layouts) > 1 else None,
                           "busiest_share_vs_2_over_p": [[r.partitions, r.busiest_share, min(1.0, 2 / r.partitions)]
                                                         for r in layouts]}}
