@@ -39,7 +39,8 @@ def query(state: IndexState, fingerprint: int, bands: Sequence[tuple[int, int]] 
     used = layout.tables_for(tables, band_pairs)
     probed = probe(state, fingerprint, used)
     band = band_candidates(state, band_pairs, used) if band_pairs else {}
-    once_in = used if once and tables is not None else None  # the tables a query(once=True) answers for
+    # the tables a query(once=True) answers for; None when they are all the document has
+    once_in = used if once and tables is not None and used != layout.tables_for(None, band_pairs) else None
     return _query_leaves(state, fingerprint, probed, band, band_pairs, once_in)
 
 
