@@ -29,15 +29,14 @@ from typing import Any
 
 import click
 
-from stream.bench.common import machine, pyplot, save_json, stamp
-from stream.bench.corpus_zh import default_corpus
-from stream.bench.track_edits import edit_variant
+from benchmarks.common import machine, pyplot, save_json, stamp
+from benchmarks.corpus_zh import default_corpus
+from benchmarks.track_edits import edit_variant
 from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig
-from stream.index import MemoryStore
-from stream.index.store import WriteOp
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, dumps, entry_from_json, loads
+from stream.storage import MemoryStore, WriteOp
 
 DEFAULT_PARTITIONS = "1,2,4,8,16,32,64"
 

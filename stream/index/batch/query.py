@@ -152,7 +152,8 @@ def _first_shared_columns(batch: DocumentBatch, pairs: set[tuple[int, int]]) -> 
     return dict(zip(wanted, equal.argmax(axis=1).tolist(), strict=True))
 
 
-def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool, column: int | None) -> IndexHit | None:
+def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool,
+             column: int | None) -> IndexHit | None:
     """The hit of the run's document j for document i, if i's query reports it; ``column``: the lowest
     band column the two share (``_first_shared_columns``), for a pair beyond k."""
     fps = batch.fps
