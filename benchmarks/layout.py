@@ -36,13 +36,14 @@ from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, dumps, entry_from_json, loads
-from stream.storage import MemoryStore, WriteOp
+from stream.storage import MemoryStore
 
 DEFAULT_PARTITIONS = "1,2,4,8,16,32,64"
 
 
 class CountingStore(MemoryStore):
-    """A partition's state: a ``MemoryStore`` that counts what it writes (each op is a changelog record)."""
+    """A partition's state: a ``MemoryStore`` that counts what it writes (each op is a changelog record;
+    ``write_ops`` goes through ``put`` and ``delete``)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,13 +59,6 @@ class CountingStore(MemoryStore):
         self.records += 1
         self.bytes += len(key)
         super().delete(key)
-
-    def write_ops(self, ops: Sequence[WriteOp]) -> None:
-        for key, value in ops:
-            if value is None:
-                self.delete(key)
-            else:
-                self.put(key, value)
 
 
 class Verdicts:
