@@ -4,7 +4,7 @@ The worker's three stages (``DocumentStage``, ``ProbeStage``, ``GatherStage``) w
 process: every index and gather partition is a ``MemoryStore`` that counts the records it writes (each
 one a changelog record in the service), and every hop is handed to the next stage by this loop, as the
 agents would after a Kafka hop. The documents: a backlog of near-copy editions of real ~3 KB Chinese
-documents (``editions``: the zh3k corpus of ``dedup bench corpus-zh``, each document in ``--editions``
+documents (``editions``: the zh3k corpus of ``python -m benchmarks corpus-zh``, each document in ``--editions``
 versions, the later ones edited as reposts are: ``track_edits.edit_variant``), read from ``--inputs``
 input partitions in fetches of ``--fetch`` records, in agent batches of ``--batch``.
 
@@ -222,7 +222,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 @click.command()
 @click.option("--corpus", type=click.Path(path_type=Path), default=None,
-              help="JSONL of real documents (default: the zh3k corpus of `dedup bench corpus-zh`)")
+              help="JSONL of real documents (default: the zh3k corpus of `python -m benchmarks corpus-zh`)")
 @click.option("--documents", default=1697, show_default=True, help="documents of the corpus, each in every edition")
 @click.option("--editions", "count", default=4, show_default=True)
 @click.option("--partitions", default=DEFAULT_PARTITIONS, show_default=True, help="index partition counts")
@@ -235,7 +235,7 @@ def command(corpus: Path | None, documents: int, count: int, partitions: str, in
             out: str, name: str) -> None:
     corpus = corpus or default_corpus()
     if not corpus.is_file():
-        raise click.UsageError(f"{corpus} not found: build it with `dedup bench corpus-zh`, or pass --corpus")
+        raise click.UsageError(f"{corpus} not found: build it with `python -m benchmarks corpus-zh`, or pass --corpus")
     measured = machine()  # with the commit measured: read before the run, not when the results are saved
     docs = editions(corpus, documents, count)
     runs = batches(docs, inputs, fetch, batch)
