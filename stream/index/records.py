@@ -120,6 +120,18 @@ def shares_band(record: bytes, head: int, n: int, columns: list[int], query: Seq
                for c in columns)
 
 
+def first_shared_band(record: bytes, head: int, n: int, query: Sequence[tuple[int, int]]) -> int | None:
+    """The lowest band column in which the record and the query have the same value, over all bands (not
+    only the tables at hand); None when there is none, or when the record keeps fewer bands than the
+    query has (then nobody can tell, and every table that finds the pair reports it)."""
+    if (n & ~PAYLOAD_FLAG) < len(query):
+        return None
+    for c, (value, _) in enumerate(query):
+        if int.from_bytes(record[head + 8 * c : head + 8 * c + 8], "big") == value:
+            return c
+    return None
+
+
 @dataclass
 class RecordColumns:
     """Every record of a store, as columns (``RecordCodec.columns``): what an index derives its

@@ -94,3 +94,34 @@ def test_query_insert_many_with_bands_equals_the_loop(seed: int, k: int, skew: s
     ]
     if skew in ("one_block", "two_blocks"):
         assert batch.stats().kinds["simhash"].splits > 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3]), skew=SKEWS, groups=st.integers(2, 5),
+       size=st.sampled_from([1, 7, 40]))
+def test_once_reports_each_pair_from_exactly_one_group_of_tables(seed: int, k: int, skew: str, groups: int,
+                                                                 size: int) -> None:
+    """Each group of tables in an index of its own (the service's partitions: every document indexed in
+    each of its groups), queried and filled with ``once``: every pair the one index of all tables finds
+    comes from exactly one group, band mates beyond k included (a pair is verified once), whether the
+    earlier document is in the index or earlier in the same batch."""
+    rng = random.Random(seed)
+    docs = make_docs(seed, k, skew)
+    tables = list(range(k + 1 + BANDS))
+    rng.shuffle(tables)
+    parts = [sorted(tables[g::groups]) for g in range(groups)]
+    whole, split = new_index(k, "own"), [new_index(k, "own") for _ in parts]
+    beyond_k = 0
+    for start in range(0, len(docs), size):
+        chunk = docs[start : start + size]
+        args = ([d[1] for d in chunk], [d[0] for d in chunk], [0.0] * len(chunk), [d[2] for d in chunk])
+        expected = whole.query_insert_many(*args, None, [d[3] or b"-" for d in chunk])
+        found: list[list[str]] = [[] for _ in chunk]
+        for part, index in zip(parts, split, strict=True):
+            got = index.query_insert_many(*args, [part] * len(chunk), [d[3] or b"-" for d in chunk], once=True)
+            for i, hits in enumerate(got):
+                found[i] += [hit.doc_id for hit in hits]
+        for hits, ids in zip(expected, found, strict=True):
+            assert sorted(ids) == sorted(hit.doc_id for hit in hits), "a pair missed, or reported twice"
+            beyond_k += sum(1 for hit in hits if hit.distance > k)
+    assert beyond_k > 0  # band mates beyond k were among them

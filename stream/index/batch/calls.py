@@ -143,10 +143,20 @@ def _make_batch(
     return DocumentBatch(
         fps=fps, array=np.array(fps, dtype=np.uint64), ids=ids, id_keys=[doc_key(d) for d in ids], times=times,
         has_bands=has_bands, values=values, exts=exts, part=part, used=used, payloads=payload_list,
-        once=[None] * n if not once or table_list is None else
-        [u if chosen is not None else None for u, chosen in zip(used, table_list, strict=True)],
+        once=_once(layout, used, has_bands, table_list) if once else [None] * n,
         all_simhash=bool(part[:, : layout.k + 1].all()),
     )
+
+
+def _once(layout: TableLayout, used: list[frozenset[int]], has_bands: np.ndarray,
+          table_list: list[Collection[int] | None] | None) -> list[frozenset[int] | None]:
+    """``Batch.once``: the tables each document's query answers for, None where that is every table it
+    has (then nothing is left to another call, and no pair needs the test)."""
+    if table_list is None:
+        return [None] * len(used)
+    every, simhash = layout.all_tables, layout.simhash_tables
+    return [u if chosen is not None and u != (every if has else simhash) else None
+            for u, chosen, has in zip(used, table_list, has_bands.tolist(), strict=True)]
 
 
 def _participation(layout: TableLayout, has_bands: np.ndarray, table_list: list[Collection[int] | None] | None,

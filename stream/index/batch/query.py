@@ -129,9 +129,11 @@ def add_run_pairs(state: IndexState, batch: DocumentBatch, answers: list[list[In
         out = state.room(count)
         pairs_within(batch.array, k, out)
     close = [(p >> 32, p & 0xFFFFFFFF) for p in out[:count].tolist()]
+    beyond = shared_band.difference(close)  # pairs within k are all in close
+    columns = _first_shared_columns(batch, beyond)
     changed = set()
-    for i, j in chain(close, shared_band.difference(close)):
-        hit = _run_hit(state, batch, i, j, (i, j) in shared_band)
+    for i, j in chain(close, beyond):
+        hit = _run_hit(state, batch, i, j, (i, j) in shared_band, columns.get((i, j)))
         if hit is not None:
             answers[i].append(hit)
             changed.add(i)
@@ -139,7 +141,21 @@ def add_run_pairs(state: IndexState, batch: DocumentBatch, answers: list[list[In
         answers[i].sort(key=lambda hit: (hit.distance, hit.doc_id))
 
 
-def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool) -> IndexHit | None:
+def _first_shared_columns(batch: DocumentBatch, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """The lowest band column that each pair (i, j) of the run shares, for the pairs whose query answers
+    for part of its tables (``once``): one numpy pass for them all."""
+    wanted = [(i, j) for i, j in pairs if batch.once[i] is not None]
+    if not wanted:
+        return {}
+    at = np.array(wanted, dtype=np.int64)
+    equal = batch.values[at[:, 0]] == batch.values[at[:, 1]]
+    return dict(zip(wanted, equal.argmax(axis=1).tolist(), strict=True))
+
+
+def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool,
+             column: int | None) -> IndexHit | None:
+    """The hit of the run's document j for document i, if i's query reports it; ``column``: the lowest
+    band column the two share (``_first_shared_columns``), for a pair beyond k."""
     fps = batch.fps
     distance = (fps[i] ^ fps[j]).bit_count()
     k = state.layout.k
@@ -150,8 +166,13 @@ def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool
     else:
         return None
     once_in = batch.once[i]
-    if once_in is not None and distance <= k and state.layout.first_shared(fps[j], fps[i]) not in once_in:
-        return None
+    if once_in is not None:  # the lowest table where the two share a key reports the pair (query._reports)
+        if distance <= k:
+            first = state.layout.first_shared(fps[j], fps[i])
+        else:
+            first = None if column is None else k + 1 + column
+        if first is not None and first not in once_in:
+            return None
     return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
 
 

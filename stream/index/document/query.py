@@ -14,7 +14,8 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from stream.index.records import RECORD_HEAD, IndexHit, record_tail, shares_band
+from stream.index.layout import TableLayout
+from stream.index.records import RECORD_HEAD, IndexHit, first_shared_band, record_tail, shares_band
 from stream.index.simhash.buckets import Bucket
 from stream.index.simhash.kernels import as_signed, within, within_tables
 from stream.index.simhash.table import Leaf
@@ -38,7 +39,8 @@ def query(state: IndexState, fingerprint: int, bands: Sequence[tuple[int, int]] 
     used = layout.tables_for(tables, band_pairs)
     probed = probe(state, fingerprint, used)
     band = band_candidates(state, band_pairs, used) if band_pairs else {}
-    once_in = used if once and tables is not None else None  # the tables a query(once=True) answers for
+    # the tables a query(once=True) answers for; None when they are all the document has
+    once_in = used if once and tables is not None and used != layout.tables_for(None, band_pairs) else None
     return _query_leaves(state, fingerprint, probed, band, band_pairs, once_in)
 
 
@@ -130,12 +132,26 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
             via = "band"
         else:  # passed the filter only on the bits the entries keep
             continue
-        if once_in is not None and distance <= k and layout.first_shared(stored, fingerprint) not in once_in:
+        if once_in is not None and not _reports(layout, once_in, distance, stored, fingerprint, value, head, n,
+                                                band_values):
             continue
         payload, pos = record_tail(value, head, n)
         found.append(IndexHit(value[pos:].decode("utf-8", "surrogatepass"), distance, ts, stored, via, payload))
     found.sort(key=lambda hit: (hit.distance, hit.doc_id))
     return found
+
+
+def _reports(layout: TableLayout, once_in: frozenset[int], distance: int, stored: int, fingerprint: int,
+             record: bytes, head: int, n: int, band_values: Sequence[tuple[int, int]]) -> bool:
+    """Whether a query over the tables ``once_in`` (``query(once=True)``) reports a hit: only when it
+    holds the lowest table where the two documents share a key, a function of the two documents, so
+    that of the partitions that find a pair exactly one reports it (and verifies its sketches). Within
+    k: the lowest SimHash table whose block they share; beyond k: the lowest band table whose value
+    they share (the record keeps every band); unknown (a record without bands): every one reports it."""
+    if distance <= layout.k:
+        return layout.first_shared(stored, fingerprint) in once_in
+    column = first_shared_band(record, head, n, band_values)
+    return column is None or layout.k + 1 + column in once_in
 
 
 def probe(state: IndexState, fingerprint: int, used: frozenset[int]) -> Probe:
