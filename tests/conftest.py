@@ -60,8 +60,8 @@ def numba_cache_warm() -> None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's loadscope scheduling with a scope per test, except one per ONE_PROCESS module. (Its
     ``--dist loadgroup`` cannot group with pytest 9.2, whose node ids no longer take xdist's group suffix.)
-    A process is given more work when it has two tests left, so a long test cannot sit queued behind
-    another for long."""
+    A process is given more work once two or fewer of its tests are pending, so a long test waits
+    behind at most two others."""
     from xdist.scheduler import LoadScopeScheduling
 
     class PerTest(LoadScopeScheduling):
