@@ -1,19 +1,92 @@
-"""Shared fixtures. ``broker``: one tansu broker on a free 127.0.0.1 port for the whole session
-(its consumer-group joins are slow, so every integration test shares it, each test with its own
-topics and consumer group). ``no_process_left_behind``: every test module stops what it started."""
+"""Shared fixtures and the run's order. ``broker``: one tansu broker on a free 127.0.0.1 port per test
+process (its consumer-group joins are slow, so every integration test of the process shares it, each
+test with its own topics and consumer group). With pytest-xdist each worker process has its own.
+
+Before the first test, numba's cache is warmed once for the whole run (``tests.harness.warm``), and
+integration tests, which mostly wait on the broker, are scheduled first, longest files first, so that
+the many short unit tests fill the gaps at the end. ``no_process_left_behind``: every test module stops
+what it started."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-SESSION_PROCESSES: set[int] = set()  # started by session fixtures: they outlive every module
+WARM_LOCK = "DEDUP_TEST_WARM_LOCK"  # a file locked while the warm-up runs; inherited by xdist workers
+# integration files from the longest to the shortest (measured with --durations; only the order matters)
+LONG_FIRST = ("test_dlq", "test_lifecycle", "test_faults", "test_versions", "test_pipeline", "test_operations",
+              "test_fuzz", "test_outage", "test_bench_reliability", "test_demo", "test_console")
+# modules whose tests share a module-scoped deployment and run in order: one xdist process runs each
+ONE_PROCESS = ("tests/integration/test_console.py",)
+_WARM = pytest.StashKey[subprocess.Popen[bytes]]()
+SESSION_PROCESSES: set[int] = set()  # started for the whole run (broker, warm-up): they outlive every module
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the controlling process: start the warm-up, holding the lock until it exits."""
+    if hasattr(config, "workerinput") or os.environ.get(WARM_LOCK) or config.option.collectonly:
+        return
+    fd, path = tempfile.mkstemp(prefix="dedup-warm-", suffix=".lock")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    # the child holds the lock through the inherited descriptor: released when it exits, however it exits
+    config.stash[_WARM] = subprocess.Popen([sys.executable, "-m", "tests.harness.warm"], cwd=config.rootpath,
+                                           pass_fds=(fd,), stdout=subprocess.DEVNULL)
+    SESSION_PROCESSES.add(config.stash[_WARM].pid)
+    os.close(fd)
+    os.environ[WARM_LOCK] = path
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    warm = config.stash.get(_WARM, None)
+    if warm is not None:
+        warm.terminate()  # when the run ended first (numba writes each cache file whole, or not at all)
+        warm.wait()
+        os.unlink(os.environ.pop(WARM_LOCK))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def numba_cache_warm() -> None:
+    """Wait for the warm-up (a kernel it has not saved yet would be compiled by every process at once)."""
+    path = os.environ.get(WARM_LOCK)
+    if path:
+        with open(path) as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's loadscope scheduling with a scope per test, except one per ONE_PROCESS module. (Its
+    ``--dist loadgroup`` cannot group with pytest 9.2, whose node ids no longer take xdist's group suffix.)
+    A process is given more work once two or fewer of its tests are pending, so a long test waits
+    behind at most two others."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PerTest(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_PROCESS else nodeid
+
+    return PerTest(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("integration") is None:
+            return len(LONG_FIRST) + 1
+        name = item.path.stem
+        return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the order inside each rank stays
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,8 @@ def cached_arrays(name: str, build: Callable[[], tuple[np.ndarray, ...]]) -> tup
     except (OSError, ValueError):
         pass
     arrays = build()
+    for array in arrays:  # read-only like the loaded ones: one numba signature, compiled once, not twice
+        array.setflags(write=False)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for i, array in enumerate(arrays):

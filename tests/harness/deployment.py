@@ -228,8 +228,8 @@ class Deployment:
         letter names it, or another record of the same id (a newer version) has a verdict (superseded).
         Returns the counts, with ``unaccounted`` (the goal: 0)."""
         inputs = self.read_raw(self.documents, timeout=timeout, by_id=True)
-        verdicts = self.read(self.verdicts, timeout=10)
-        dead = self.read(self.dlq, timeout=10)
+        verdicts = [json.loads(m.value) for m in self.to_end(self.verdicts) if m.value is not None]
+        dead = [json.loads(m.value) for m in self.to_end(self.dlq) if m.value is not None]
         judged = {(v["source"]["partition"], v["source"]["offset"]) for v in verdicts}
         lettered = {(d["source"]["partition"], d["source"]["offset"]) for d in dead}
         latest: dict[bytes | None, tuple[int, int]] = {}
@@ -251,22 +251,33 @@ class Deployment:
     def read_raw(self, topic: str, timeout: float = 30.0, by_id: bool = False) -> list[tuple[int, int, bytes | None]]:
         """(partition, offset, key) of every record of ``topic``; with ``by_id`` the document's id in
         place of the key where the value names one (a record whose key is not its id)."""
-        from kafka import KafkaConsumer
+        return [(m.partition, m.offset, _id_of(m.value) or m.key if by_id else m.key)
+                for m in self.to_end(topic, timeout)]
 
-        consumer = KafkaConsumer(topic, bootstrap_servers=self.broker.bootstrap, auto_offset_reset="earliest",
-                                 enable_auto_commit=False, consumer_timeout_ms=2000, fetch_max_bytes=64 << 20,
+    def to_end(self, topic: str, timeout: float = 30.0) -> list[Any]:
+        """Every record of ``topic`` up to each partition's end offset when called (kafka-python records),
+        without waiting for more: an empty topic answers at once. tansu's end offset can be the last
+        batch's base offset + 1, but a fetch returns whole batches, so the last one is read through."""
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(bootstrap_servers=self.broker.bootstrap, enable_auto_commit=False,
+                                 consumer_timeout_ms=100, fetch_max_wait_ms=50, fetch_max_bytes=64 << 20,
                                  max_partition_fetch_bytes=16 << 20)
-        out: list[tuple[int, int, bytes | None]] = []
-        deadline = time.monotonic() + timeout
         try:
-            while time.monotonic() < deadline:
-                batch = [(m.partition, m.offset, _id_of(m.value) or m.key if by_id else m.key) for m in consumer]
-                if not batch:
-                    break
-                out.extend(batch)
+            consumer.topics()  # metadata, so that the next line knows the topic
+            partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+            consumer.assign(partitions)
+            consumer.seek_to_beginning()
+            ends = consumer.end_offsets(partitions)
+            records: list[Any] = []
+            deadline = time.monotonic() + timeout
+            while any(consumer.position(tp) < ends[tp] for tp in partitions):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{topic}: not read to its end offsets {ends} within {timeout:.0f} s")
+                records.extend(consumer)  # until 100 ms without a record
+            return records
         finally:
             consumer.close()
-        return out
 
     def log_digest(self, tail: int = 15) -> str:
         """The workers' warnings and last lines: CI keeps the test output, not the temp dir."""

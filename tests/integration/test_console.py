@@ -21,7 +21,7 @@ import pytest
 
 from tests.harness import Deployment, demo_docs
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.integration  # one process runs the whole module (ONE_PROCESS in tests/conftest.py)
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -21,7 +21,10 @@ class TopicReader:
         self.bootstrap = settings.bootstrap
         self.consumer = Consumer(settings.confluent(**{
             "group.id": "dedup-reader", "enable.auto.commit": False, "enable.partition.eof": True,
-            "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20, "receive.message.max.bytes": 128 << 20}))
+            "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20, "receive.message.max.bytes": 128 << 20,
+            # an empty partition's fetch is answered after this wait: with librdkafka's 500 ms, reading a
+            # short topic to its end took ~1 s
+            "fetch.wait.max.ms": 50}))
         meta = self.consumer.list_topics(topic, timeout=settings.connect_timeout).topics.get(topic)
         exists = meta is not None and meta.error is None and meta.partitions
         self.partitions: list[int] = sorted(meta.partitions) if exists else []
@@ -45,7 +48,8 @@ class TopicReader:
         pending = set(wanted)
         deadline = time.monotonic() + timeout
         while pending:
-            messages = self.consumer.consume(500, 0.5)
+            # returns at 500 messages or at the timeout: a short one, else each call ends waiting it out
+            messages = self.consumer.consume(500, 0.05)
             for msg in messages:
                 error = msg.error()
                 if error is None:
