@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from stream.detect import warm_up
 from stream.fingerprint import Fingerprinter, parse_document
-from stream.index import BlockIndex, MemoryStore
+from stream.index import BlockIndex
 from stream.service.settings import load_settings
+from stream.storage import MemoryStore
 
 
 def main() -> None:
