@@ -28,7 +28,7 @@ import click
 
 from benchmarks.accuracy import Track, load_registered, score
 from benchmarks.common import DEFAULT_OUT, pyplot, save_json, stamp
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 _UNIT = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")

@@ -39,3 +39,16 @@ def test_every_exported_name_resolves() -> None:
         package = importlib.import_module(f"stream.{layer}")
         for name in getattr(package, "__all__", ()):
             assert getattr(package, name) is not None, f"stream.{layer}.{name}"
+
+
+def test_no_exported_name_is_also_a_module_of_its_package() -> None:
+    """A package whose names load on first use (stream.exports) must not export a name that is also one
+    of its modules: importing that module would set the package's attribute to the module, and
+    ``from package import name`` would then give the module instead of the function."""
+    import importlib
+    import pkgutil
+
+    for package in ("stream.text", "stream.fingerprint", "stream.detect", "stream.service"):
+        module = importlib.import_module(package)
+        submodules = {info.name for info in pkgutil.iter_modules(module.__path__)}
+        assert set(module.__all__) & submodules == set(), package

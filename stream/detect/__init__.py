@@ -1,17 +1,37 @@
-"""Detection layer: a fingerprint + the block table -> verified matches -> Verdict."""
+"""Detection layer: a fingerprint + the block table -> verified matches -> Verdict.
 
-from stream.detect.detector import Detector, fingerprint_of
-from stream.detect.settings import MatchSettings, differences
-from stream.detect.verdict import (
-    MAX_MATCHES,
-    Match,
-    MatchSummary,
-    Order,
-    Verdict,
-    build_verdict,
-    later_matches,
-)
-from stream.detect.warm import warm_up
+``__all__`` is what other layers use. The names load on first use (PEP 562), so that reading the
+settings (every command does) does not load the index and numba.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stream.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from stream.detect.detector import Detector, fingerprint_of
+    from stream.detect.settings import MatchSettings, differences
+    from stream.detect.verdict import (
+        MAX_MATCHES,
+        Match,
+        MatchSummary,
+        Order,
+        Verdict,
+        build_verdict,
+        later_matches,
+    )
+    from stream.detect.warm import warm_up
+
+_MODULE_OF = {
+    **dict.fromkeys(["Detector", "fingerprint_of"], "detector"),
+    **dict.fromkeys(["MatchSettings", "differences"], "settings"),
+    **dict.fromkeys(["MAX_MATCHES", "Match", "MatchSummary", "Order", "Verdict", "build_verdict", "later_matches"],
+                    "verdict"),
+    "warm_up": "warm",
+}
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
 
 __all__ = [
     "MAX_MATCHES",

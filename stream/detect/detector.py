@@ -13,20 +13,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
+from stream.detect.settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, split_bands, without_bands
-from stream.fingerprint.similarity import Overlap, overlap
+from stream.fingerprint.scores import Overlap, overlap
 from stream.index import BatchBands, BlockIndex, IndexHit
-
-# Containment rule defaults (docs/detect.md, "Design choices"): a pair whose similarity is below the
-# threshold is still reported, as "contained", when at least this share of the shorter document's
-# shingles is in the longer one and the shorter has at least CONTAINMENT_MIN_SHINGLES distinct shingles
-# (shorter texts are contained by chance). An estimated containment must clear the threshold by
-# CONTAINMENT_MARGIN of its standard error: the estimate from two sketches of very unequal sets is
-# mostly error (docs/detect.md, "Containment from two sketches").
-CONTAINMENT_THRESHOLD = 0.8
-CONTAINMENT_MIN_SHINGLES = 50
-CONTAINMENT_MARGIN = 0.75
 
 
 def relation(ov: Overlap, threshold: float, containment_threshold: float, min_shingles: int,

@@ -7,12 +7,24 @@ Every one of them changes which pairs are reported, so each is recorded with the
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD, Detector
 from stream.detect.verdict import MAX_MATCHES
 from stream.errors import ConfigError
-from stream.index import BlockIndex
+
+if TYPE_CHECKING:  # not at run time: reading settings (every command does) must not load the index and numba
+    from stream.detect.detector import Detector
+    from stream.index import BlockIndex
+
+# Containment rule defaults (docs/detect.md, "Design choices"): a pair whose similarity is below the
+# threshold is still reported, as "contained", when at least this share of the shorter document's
+# shingles is in the longer one and the shorter has at least CONTAINMENT_MIN_SHINGLES distinct shingles
+# (shorter texts are contained by chance). An estimated containment must clear the threshold by
+# CONTAINMENT_MARGIN of its standard error: the estimate from two sketches of very unequal sets is
+# mostly error (docs/detect.md, "Containment from two sketches").
+CONTAINMENT_THRESHOLD = 0.8
+CONTAINMENT_MIN_SHINGLES = 50
+CONTAINMENT_MARGIN = 0.75
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,8 @@ class MatchSettings:
             raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
 
     def detector(self, index: BlockIndex, once: bool = False) -> Detector:
+        from stream.detect.detector import Detector
+
         return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
                         containment_min_shingles=self.containment_min_shingles, retention=self.retention)
 

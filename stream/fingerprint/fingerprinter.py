@@ -28,7 +28,7 @@ from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import EXACT, SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
 from stream.text.html import extract, looks_like_html
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 from stream.text.segment import Segmenter, code_points
 
 

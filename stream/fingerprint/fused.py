@@ -26,7 +26,7 @@ from stream.fingerprint.minhash import _oph
 from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text, shingle_hashes
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
 from stream.fingerprint.words import compiled_word_simhash, word_simhash, word_tables
-from stream.text.normalize import exact_form_into
+from stream.text.normal_form import exact_form_into
 from stream.text.segment import char_classes, code_points, decode_code_points, is_space
 
 _NO_WORDS = np.empty(0, dtype=np.uint64)

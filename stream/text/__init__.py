@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from stream.text.fields import field_features
     from stream.text.html import extract, looks_like_html
     from stream.text.idf import IdfTable, JiebaIdf, StreamingIdf, jieba_idf
-    from stream.text.normalize import exact_form_into, normalize
+    from stream.text.normal_form import exact_form_into, normalize
     from stream.text.segment import (
         ALNUM,
         SEGMENTATION_SETTINGS,
@@ -43,7 +43,7 @@ _MODULE_OF = {
     "field_features": "fields",
     **dict.fromkeys(["extract", "looks_like_html"], "html"),
     **dict.fromkeys(["IdfTable", "JiebaIdf", "StreamingIdf", "jieba_idf"], "idf"),
-    **dict.fromkeys(["exact_form_into", "normalize"], "normalize"),
+    **dict.fromkeys(["exact_form_into", "normalize"], "normal_form"),
     **dict.fromkeys(["ALNUM", "SEGMENTATION_SETTINGS", "Segmenter", "char_classes", "code_points",
                      "decode_code_points", "get_segmenter", "is_space", "token_spans"], "segment"),
     "STOPWORDS": "stopwords",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 from stream.text.segment import Segmenter
 from stream.text.stopwords import STOPWORDS
 

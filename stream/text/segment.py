@@ -2,7 +2,7 @@
 
 Tokenization rule (the same for every backend, so that switching backend never changes features):
 
-- The input is normalized text (``stream.text.normalize``: NFKC, casefolded).
+- The input is normalized text (``stream.text.normal_form``: NFKC, casefolded).
 - Han runs (CJK unified ideographs, extensions A-F, compatibility ideographs) are segmented by jieba's
   *precise* mode with the HMM **off**. The HMM guesses new words from character statistics and is
   implemented differently in each backend; with it off, every backend runs the same prefix-dictionary

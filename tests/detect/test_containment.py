@@ -12,7 +12,7 @@ from stream.detect import Detector
 from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, relation
 from stream.detect.verdict import CONTAINED, SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.fingerprint.similarity import Overlap, overlap
+from stream.fingerprint.scores import Overlap, overlap
 from stream.fingerprint.sketch import (
     EXACT,
     SketchSpec,

@@ -12,7 +12,7 @@ from stream.fingerprint.fused import content_hash, prefix_bands, shingle_parts, 
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SketchSpec, make_sketch
-from stream.text.normalize import exact_form
+from stream.text.normal_form import exact_form
 from stream.text.segment import code_points, is_space
 
 # CJK, Latin words, digits, punctuation and every kind of whitespace, so both shingle units,

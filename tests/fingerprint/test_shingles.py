@@ -17,9 +17,9 @@ from stream.cli import main
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter
 from stream.fingerprint.hashing import char_ngram_hashes, ngram_hashes, token_hashes
 from stream.fingerprint.schema import SCHEMA_VERSION, SCHEMA_VERSIONS
+from stream.fingerprint.scores import similarity
 from stream.fingerprint.shingles import cjk_share, shingle_hashes, shingle_unit
-from stream.fingerprint.similarity import similarity
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 
 MIXED = ("用 tar --create --gzip --file /var/backups/etc.tar.gz /etc 备份配置文件，"
          "再用 rsync --archive --delete /var/backups/ backup@example.org:/srv/backups/ 同步到远程服务器。"

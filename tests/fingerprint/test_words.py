@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from stream.fingerprint.features import count_simhash
 from stream.fingerprint.words import compiled_word_simhash
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 from stream.text.segment import code_points, get_segmenter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

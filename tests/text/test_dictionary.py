@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.text.dictionary import cut_han_run, jieba_trie, read_frequencies
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 from stream.text.segment import get_segmenter, split_runs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

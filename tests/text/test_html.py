@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from stream.text.html import ExtractedPage, extract, looks_like_html, scrub, strip_tags
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 from tests.fixtures.html_pages import ARTICLES, SCRIPT_STYLE_MARKERS, TEMPLATES, build_page
 
 LONG_ARTICLES = [k for k in ARTICLES if k != "zh_flash"]

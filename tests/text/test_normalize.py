@@ -5,7 +5,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.text.normalize import (
+from stream.text.normal_form import (
     _SPACED,
     TABLE_LIMIT,
     _spaced,

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.text.normalize import normalize
+from stream.text.normal_form import normalize
 from stream.text.segment import SEGMENTATION_SETTINGS, TOKEN_RE, available_backends, get_segmenter, split_runs
 
 # Chinese, English and mixed sentences, written for these tests.
