@@ -165,6 +165,11 @@ def test_a_broker_that_lost_its_data_stops_the_worker_with_what_to_do(tmp_path: 
         reset = subprocess.run([*_dedup(), "reset", "--data-dir", str(data), "--yes"], capture_output=True,
                                text=True, timeout=60)
         assert reset.returncode == 0, reset.stderr
+        # an empty broker again: the dying worker's clients may have had tansu auto-create topics with its
+        # default partition count, which apply_topology rightly refuses (a real Kafka runs with
+        # auto.create.topics.enable=false; docker-compose.yml sets it)
+        broker.stop()
+        broker = deployment.broker = EmbeddedBroker(port=port, log_path=tmp_path / "tansu3.log").start()
         deployment.apply_topology()
         deployment.start_worker("fresh", data=data)
         deployment.publish(corpus[:20])
