@@ -6,7 +6,7 @@ starting with a top-level folder of the repository is taken from the root; any o
 from the citing file's folder or one of its parents (a module of stream/service may cite the
 runtime's health module as runtime/health + .py), unless it starts with an installed library
 (faust/...). Other names (a state dir's meta + .json, jieba's dictionary) and paths outside the
-repository (../shared, URLs) are not files of this repository and are left alone.
+repository (a sibling folder of the checkout, URLs) are not files of this repository and are left alone.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def is_library(first: str) -> bool:
 def found(citation: str, citing: Path) -> bool | None:
     """Whether ``citation`` names an existing file; None when it is not a path of this repository."""
     first = citation.split("/")[0]
-    if first.startswith("."):  # ../shared/...: outside the repository
+    if first.startswith("."):  # ../elsewhere/...: outside the repository
         return None
     if first in ROOTED:
         return (ROOT / citation).is_file()
@@ -86,7 +86,7 @@ def test_every_cited_repository_file_exists() -> None:
     ("insert.py", "stream/index/state.py", False),
     ("faust/tables/recovery.py", "stream/service/runtime/recovery.py", None),  # a library's source
     ("meta.json", "stream/batch/state.py", None),  # a file of a state dir, not of the repository
-    ("../shared/tools/truth.py", "benchmarks/accuracy.py", None),
+    ("../corpora/tools/truth.py", "benchmarks/accuracy.py", None),
 ])
 def test_a_citation_is_looked_up_where_it_points(citation: str, citing: str, expected: bool | None) -> None:
     assert found(citation, ROOT / citing) is expected
