@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import time
-from typing import Any
 
 import click
 
 from stream.errors import BrokerUnavailable, UsageError
+from stream.service.commands.common import until_stopped
 
 DEFAULT_PORT = 19092
 
@@ -36,16 +35,14 @@ def broker(host: str, port: int) -> None:
     b = EmbeddedBroker(port=port, host=host).start()
     b.register()
 
-    def stop(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
     click.echo(f"tansu broker on {b.bootstrap} (in memory). Use --broker {b.url}. Ctrl-C stops it.", err=True)
     try:
-        while b.alive():
-            time.sleep(0.5)
-        raise BrokerUnavailable("the tansu process exited")
-    except KeyboardInterrupt:
+        with until_stopped() as stopped:
+            while not stopped():
+                if not b.alive():
+                    raise BrokerUnavailable("the tansu process exited")
+                time.sleep(0.5)
+    except KeyboardInterrupt:  # a second Ctrl-C
         pass
     finally:
         b.stop()
