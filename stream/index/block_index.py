@@ -21,8 +21,7 @@ from stream.index.simhash.cache import BucketCache, RootFilter
 from stream.index.simhash.stats import IndexStats
 from stream.index.simhash.table import SplitPolicy
 from stream.index.state import IndexState
-from stream.storage.kv import BufferedStore, KVStore, MemoryStore
-from stream.storage.rocks import RocksStore
+from stream.storage import BufferedStore, KVStore, MemoryStore, RocksStore
 
 # pending writes (store keys) before a batch goes to RocksDB: ~290 documents (docs/decisions/index-storage-layout.md)
 DEFAULT_WRITE_BUFFER = 2048

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from stream.storage.kv import KVStore
+from stream.storage import KVStore
 
 HANDLE_NS, DOC_NS, EXPIRY_NS, META_NS = b"\xfc", b"\xfd", b"\xfe", b"\xff"
 RECORD_NAMESPACE = HANDLE_NS

@@ -24,7 +24,7 @@ from stream.index.simhash.buckets import Bucket
 from stream.index.simhash.cache import BucketCache, RootFilter
 from stream.index.simhash.stats import StatsRecorder
 from stream.index.simhash.table import BucketTable, Leaf, SplitPolicy
-from stream.storage.kv import KVStore
+from stream.storage import KVStore
 
 STATS_EVERY = 512  # mutations between statistics checkpoints
 

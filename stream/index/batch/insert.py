@@ -29,7 +29,7 @@ from stream.index.simhash import split_batch
 from stream.index.simhash.kernels import bucket_growth
 from stream.index.simhash.table import ENTRY_TAG, Leaf
 from stream.index.state import IndexState
-from stream.storage.kv import WritePairs
+from stream.storage import WritePairs
 
 if TYPE_CHECKING:
     from stream.index.batch.data import DocumentBatch

@@ -40,7 +40,7 @@ from stream.index.simhash.buckets import Bucket, SplitBucket, take
 from stream.index.simhash.cache import BucketCache
 from stream.index.simhash.schemes import BlockScheme, BlockSource, DescentState
 from stream.index.simhash.stats import StatsRecorder
-from stream.storage.kv import KVStore
+from stream.storage import KVStore
 
 ENTRY_TAG, SPLIT_TAG, CHILD_TAG = b"e", b"s", b"x"
 
