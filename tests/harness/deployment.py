@@ -43,7 +43,7 @@ def rows(table: dict[str, dict[str, Any]]) -> dict[str, Row]:
 
 def reference(docs: Iterable[dict[str, Any]]) -> dict[str, Row]:
     """The single-process answer (same core, same settings) in canonical order (ts, id)."""
-    from stream.detect import Detector, build_verdict
+    from stream.detect import Detector
     from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
     from stream.index import BlockIndex
 
@@ -55,7 +55,7 @@ def reference(docs: Iterable[dict[str, Any]]) -> dict[str, Row]:
     for doc in parsed:
         fp = fingerprinter.fingerprint(doc)
         order = (float(doc.ts or 0.0), doc.id)
-        out[doc.id] = row(build_verdict(fp, order, detector.probe(fp, order)).to_json())
+        out[doc.id] = row(detector.detect(fp, order).to_json())
     return out
 
 
