@@ -259,3 +259,20 @@ def _handled(ledger: InputLedger, records: list[tuple[TP, int]]) -> tuple[list[b
     admitted = ledger.admit(records)
     ledger.delivered()
     return admitted
+
+
+def test_a_partition_silent_since_its_assignment_is_behind_from_the_committed_offset() -> None:
+    # after a rebalance Faust dropped A's records 69..95 (fetched before its seek to the committed
+    # offset) and left the fetch position at the end: A never delivers again unless sought back
+    clock = Clock()
+    ledger = InputLedger(lambda tp: None, idle_after=5.0, clock=clock)
+    committed = {A: 69, B: 40}
+    clock.now = 100.0
+    assert ledger.stalled({A: 96, B: 40}, fetched={A: 70, B: 40}, committed=committed) == {}  # first seen behind
+    clock.now = 106.0
+    assert ledger.stalled({A: 96, B: 40}, fetched={A: 70, B: 40}, committed=committed) == {A: 69}
+    keep, seeks = ledger.admit([(A, 69), (A, 70)])
+    assert keep == [True, True] and seeks == {}
+    ledger.delivered()
+    clock.now = 200.0
+    assert ledger.stalled({A: 71}, committed=committed) == {}  # caught up: its own position counts now

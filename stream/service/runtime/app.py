@@ -357,7 +357,8 @@ class DedupApp:
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
                     ends, fetched = known_ends(self.app.consumer, inputs[stage])
-                    self._request_seeks(ledger.stalled(ends, fetched))
+                    committed = committed_offsets(self.app.consumer)
+                    self._request_seeks(ledger.stalled(ends, fetched, committed))
                     metrics.set_lag(stage, self._lags(ledger, ends))
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
