@@ -207,14 +207,15 @@ class _Writer:
 
     def write(self, topic: str, partition: int, records: KeyValues) -> None:
         produce, poll = self.producer.produce, self.producer.poll
-        for key, value in records:
+        for i, (key, value) in enumerate(records):
             while True:
                 try:
                     produce(topic, value, key, partition, on_delivery=self._report)
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     poll(0.1)
-            poll(0)
+            if not i % 1000:  # delivery reports: a poll per record cost as much as the produce
+                poll(0)
         self.written[topic] = self.written.get(topic, 0) + len(records)
 
     def close(self) -> None:
