@@ -19,11 +19,15 @@ from stream.service.commands.reader import TopicReader
 from stream.service.runtime.ledger import KEY_PREFIX, ledger_key
 from stream.service.runtime.worker import apply_topology
 from stream.service.settings import Settings
-from stream.service.stages.rekey import BlockState, KeyValues, block_partitions, gather_partitions
+from stream.service.stages.rekey import BlockState, block_partitions, gather_partitions
 
 BLOCKS, GATHER, POSITIONS = "blocks-changelog", "gather_state-changelog", "positions-changelog"
 HOPS = ("probe", "gather")  # the internal topics between the stages: read to their ends by a stopped deployment
 READ_TIMEOUT = 120.0
+# millions of records in bursts: large batches; a callback only for a record that failed
+PRODUCER = {"linger.ms": 20, "batch.size": 1 << 20, "acks": "all", "enable.idempotence": True,
+            "queue.buffering.max.messages": 1_000_000, "allow.auto.create.topics": False,
+            "delivery.report.only.error": True}
 
 
 @dataclass
@@ -65,7 +69,7 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
         raise ConfigError(f"{len(gather.unfinished)} documents of {old_app_id!r} are still being judged (e.g. "
                           f"{gather.unfinished[0]!r}): let its workers finish, stop them, and run this again")
     report.positions = _positions(new, list(_read_table(new, old.internal_name(POSITIONS))))
-    report.documents, report.gather_states = len(blocks.documents), gather.count
+    report.documents, report.gather_states = len(blocks.ids), gather.count
     report.seconds["read"] = time.perf_counter() - t0
     say(f"read {old_app_id}: {report.documents} indexed documents, {report.gather_states} gather states "
         f"({report.seconds['read']:.1f} s)")
@@ -78,8 +82,8 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
             writer.write(topic, partition, records)
         report.seconds["blocks"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        for partition, records in enumerate(gather.partitions):
-            writer.write(topology.internal_name(GATHER), partition, records)
+        for partition, states in enumerate(gather.partitions):
+            writer.write(topology.internal_name(GATHER), partition, states)
         for partition, offset in report.positions.items():
             writer.write(topology.internal_name(POSITIONS), partition,
                          [(ledger_key(new.documents_topic), offset.to_bytes(8, "big"))])
@@ -189,9 +193,7 @@ class _Writer:
     def __init__(self, settings: Settings) -> None:
         from confluent_kafka import Producer
 
-        self.producer = Producer(settings.confluent(**{"linger.ms": 20, "batch.size": 1 << 20, "acks": "all",
-                                                      "enable.idempotence": True, "queue.buffering.max.messages":
-                                                      1_000_000, "allow.auto.create.topics": False}))
+        self.producer = Producer(settings.confluent(**PRODUCER))
         self.errors: list[str] = []
         self.written: dict[str, int] = {}
 
@@ -205,8 +207,9 @@ class _Writer:
         if err is not None:
             self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
 
-    def write(self, topic: str, partition: int, records: KeyValues) -> None:
+    def write(self, topic: str, partition: int, records: Iterable[tuple[bytes, bytes]]) -> None:
         produce, poll = self.producer.produce, self.producer.poll
+        i = -1
         for i, (key, value) in enumerate(records):
             while True:
                 try:
@@ -216,7 +219,7 @@ class _Writer:
                     poll(0.1)
             if not i % 1000:  # delivery reports: a poll per record cost as much as the produce
                 poll(0)
-        self.written[topic] = self.written.get(topic, 0) + len(records)
+        self.written[topic] = self.written.get(topic, 0) + i + 1
 
     def close(self) -> None:
         left = self.producer.flush(READ_TIMEOUT)

@@ -14,13 +14,14 @@ from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, StoredDocument
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import Source, dumps
-from stream.service.stages.probe import SETTINGS_KEY, VERSION_KEY, source_key
+from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
 from stream.service.stages.rekey import BlockState, block_partitions, gather_partitions
 from stream.service.stages.routing import doc_partition
 from stream.storage import MemoryStore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tang_small.jsonl"
 LEDGER = b"\xff\xfeledger:"
+HANDLE = b"\xfc"  # a document's record (stream/index/records.py)
 
 
 def documents(n: int = 120) -> list[StoredDocument]:
@@ -43,8 +44,8 @@ def state_of(docs: list[StoredDocument], partitions: int) -> list[dict[bytes, by
     first = BlockState(skip_prefix=LEDGER, config=layout_index.store.get(b"\xffconfig"), settings=b'{"s": 1}')
     for doc in docs:
         tables = frozenset(t for t, _ in layout_index.routing_keys(doc.fingerprint, doc.bands))
-        first.documents[doc.doc_id] = doc._replace(tables=tables)
-        first.sources[doc.doc_id] = {source_key((doc.ts, doc.doc_id)): b"documents:0:%d" % int(doc.ts)}
+        first.add_document(doc._replace(tables=tables))
+        first.sources[source_key((doc.ts, doc.doc_id))] = b"documents:0:%d" % int(doc.ts)
         first.versions[VERSION_KEY + doc.doc_id.encode()] = dumps([doc.ts, doc.ts, 0, int(doc.ts)])
     out = []
     for _, items in block_partitions(first, partitions):
@@ -70,8 +71,8 @@ def test_new_partitions_find_what_the_old_ones_found() -> None:
     state = BlockState(skip_prefix=LEDGER)
     for items in old:
         state.add_partition(items)
-    assert len(state.documents) == len(docs)
-    assert all(state.documents[d.doc_id].tables for d in docs)
+    assert sorted(state.ids) == sorted(d.doc_id for d in docs) and all(state.masks)
+    assert len(state.sources) == len(docs)
     new = [dict(items) for _, items in block_partitions(state, 5)]
     reference = hits_by_doc([dict(items) for _, items in block_partitions(state, 1)], docs)
     assert any(reference.values())  # the fixture has near copies
@@ -79,6 +80,7 @@ def test_new_partitions_find_what_the_old_ones_found() -> None:
     for items in new:  # every partition: the settings, every id's version, no input position of the old topics
         assert items[SETTINGS_KEY] == b'{"s": 1}'
         assert sum(key.startswith(VERSION_KEY) for key in items) == len(docs)
+        assert sum(key.startswith(SOURCE_PREFIX) for key in items) == sum(key.startswith(HANDLE) for key in items)
         assert not any(key.startswith(LEDGER) for key in items)
 
 

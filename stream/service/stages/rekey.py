@@ -10,15 +10,18 @@ partition. The internal topics' input positions are left out: the new deployment
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from stream.detect import MAX_MATCHES
 from stream.errors import ConfigError
-from stream.index import CONFIG_KEY, BlockIndex, StoredDocument, TableLayout, key_kind, read_records
+from stream.index import CONFIG_KEY, BatchBands, BlockIndex, StoredDocument, TableLayout, key_kind, read_records
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import dumps, loads, version_from_json
-from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY
+from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
 from stream.service.stages.routing import doc_partition, tables_by_partition
 from stream.storage import MemoryStore
 
@@ -28,14 +31,21 @@ KeyValues = list[tuple[bytes, bytes]]
 
 @dataclass
 class BlockState:
-    """The documents of every old block-table partition, one entry per id (its tables merged), and the
-    probe stage's keys: where each document's input record is, the newest version of each id."""
+    """The documents of every old block-table partition, one row per id (its tables merged), and the
+    probe stage's keys: where each document's input record is, the newest version of each id. Rows are
+    columns of plain values (bands packed, tables a mask): a million documents fit in ~1 GB."""
 
     skip_prefix: bytes  # keys left out: the probe agent's input positions
     config: bytes | None = None
     settings: bytes | None = None
-    documents: dict[str, StoredDocument] = field(default_factory=dict)
-    sources: dict[str, dict[bytes, bytes]] = field(default_factory=dict)  # doc id -> its place keys
+    rows: dict[str, int] = field(default_factory=dict)  # doc id -> row
+    ids: list[str] = field(default_factory=list)
+    fingerprints: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    bands: list[bytes] = field(default_factory=list)  # 8 bytes per band value, big-endian
+    payloads: list[bytes] = field(default_factory=list)
+    masks: list[int] = field(default_factory=list)  # bit t: indexed in table t
+    sources: dict[bytes, bytes] = field(default_factory=dict)  # place key -> the input record
     versions: dict[bytes, bytes] = field(default_factory=dict)
 
     def add_partition(self, items: Mapping[bytes, bytes]) -> None:
@@ -54,7 +64,7 @@ class BlockState:
         if self.config is None or items.get(CONFIG_KEY) != self.config:
             raise ConfigError("block table partitions hold index records of different settings (or none)")
         for doc in read_records(self.config, records):
-            self._add_document(doc)
+            self.add_document(doc)
 
     def _add_meta(self, key: bytes, value: bytes) -> None:
         if key == SETTINGS_KEY:
@@ -62,23 +72,35 @@ class BlockState:
                 raise ConfigError("block table partitions were built with different settings")
             self.settings = value
         elif key.startswith(SOURCE_PREFIX):
-            doc = key[len(SOURCE_PREFIX) + 9 :].decode("utf-8", "surrogatepass")  # after ts(8) and b"\0"
-            self.sources.setdefault(doc, {})[key] = value
+            self.sources[key] = value
         elif key.startswith(VERSION_KEY):
             known = self.versions.get(key)
             if known is None or _version(value) > _version(known):
                 self.versions[key] = value
 
-    def _add_document(self, doc: StoredDocument) -> None:
-        known = self.documents.get(doc.doc_id)
-        if known is None:
-            self.documents[doc.doc_id] = doc
+    def add_document(self, doc: StoredDocument) -> None:
+        """A document as one partition's record holds it (``tables``: those of that partition)."""
+        bands = struct.pack(f">{len(doc.bands)}Q", *[value for value, _ in doc.bands])
+        mask = sum(1 << t for t in doc.tables)
+        row = self.rows.get(doc.doc_id)
+        if row is None:
+            self.rows[doc.doc_id] = len(self.ids)
+            self.ids.append(doc.doc_id)
+            self.fingerprints.append(doc.fingerprint)
+            self.times.append(doc.ts)
+            self.bands.append(bands)
+            self.payloads.append(doc.payload)
+            self.masks.append(mask)
             return
-        if (known.fingerprint, known.ts, known.bands, known.payload) != (doc.fingerprint, doc.ts, doc.bands,
-                                                                          doc.payload):
+        if (self.fingerprints[row], self.times[row], self.bands[row], self.payloads[row]) != (
+                doc.fingerprint, doc.ts, bands, doc.payload):
             raise ConfigError(f"document {doc.doc_id!r} is indexed as two versions in two partitions: its "
                               "newest version is still being indexed (let the old deployment finish)")
-        self.documents[doc.doc_id] = known._replace(tables=known.tables | doc.tables)
+        self.masks[row] |= mask
+
+    def band_pairs(self, row: int) -> tuple[tuple[int, int], ...]:
+        packed = self.bands[row]
+        return tuple((value, 0) for value in struct.unpack(f">{len(packed) // 8}Q", packed))
 
     def layout(self) -> TableLayout:
         if self.config is None:
@@ -92,23 +114,40 @@ def _version(raw: bytes) -> tuple[float, float, int, int]:
     return version if version is not None else (float("-inf"), 0.0, 0, 0)
 
 
-def routed(state: BlockState, partitions: int) -> list[list[tuple[StoredDocument, list[int]]]]:
-    """Per new partition, its documents in canonical order (time, id) with the tables it owns of each.
-    A document whose fingerprint routes to other tables than its records name is refused: its records
-    were written by other settings or code."""
+def routed(state: BlockState, partitions: int) -> list[list[tuple[int, int]]]:
+    """Per new partition, its documents in canonical order (time, id) as (row, mask of the tables it
+    owns). A document whose fingerprint routes to other tables than its records name is refused: its
+    records were written by other settings or code."""
     layout = state.layout()
-    out: list[list[tuple[StoredDocument, list[int]]]] = [[] for _ in range(partitions)]
-    for doc in sorted(state.documents.values(), key=lambda d: (d.ts, d.doc_id)):
-        targets = tables_by_partition(layout.routing_keys(doc.fingerprint, doc.bands), partitions)
-        if frozenset(t for tables in targets.values() for t in tables) != doc.tables:
-            raise ConfigError(f"document {doc.doc_id!r} is indexed in tables {sorted(doc.tables)}, its fingerprint "
-                              "routes to others: the index was built by other settings")
-        for partition, tables in targets.items():
-            out[partition].append((doc, tables))
+    out: list[list[tuple[int, int]]] = [[] for _ in range(partitions)]
+    for row in sorted(range(len(state.ids)), key=lambda r: (state.times[r], state.ids[r])):
+        keys = layout.routing_keys(state.fingerprints[row], state.band_pairs(row))
+        targets = tables_by_partition(keys, partitions)
+        masks = {p: sum(1 << t for t in tables) for p, tables in targets.items()}
+        if sum(masks.values()) != state.masks[row]:  # the partitions' tables are disjoint
+            raise ConfigError(f"document {state.ids[row]!r} is indexed in other tables than its fingerprint routes "
+                              "to: the index was built by other settings")
+        for partition, mask in masks.items():
+            out[partition].append((row, mask))
     return out
 
 
-def block_partition(state: BlockState, documents: list[tuple[StoredDocument, list[int]]]) -> KeyValues:
+def _chunk_bands(state: BlockState, rows: list[int], width: int) -> BatchBands:
+    """The bands of ``rows`` for ``insert_many``: one uint64 array when every row has them (unpacking
+    them into Python pairs cost more than the insert's own band work), else pairs per row."""
+    packed = [state.bands[r] for r in rows]
+    if not width or any(len(p) != 8 * width for p in packed):
+        return [state.band_pairs(r) for r in rows]
+    out = np.zeros((len(rows), width, 2), dtype=np.uint64)
+    out[:, :, 0] = np.frombuffer(b"".join(packed), dtype=">u8").reshape(len(rows), width)
+    return out
+
+
+def _tables(mask: int) -> list[int]:
+    return [t for t in range(mask.bit_length()) if mask >> t & 1]
+
+
+def block_partition(state: BlockState, documents: list[tuple[int, int]]) -> Iterator[tuple[bytes, bytes]]:
     """The changelog of one new block-table partition: its index built afresh from ``documents``, their
     place keys, every id's version key (every partition hears of every document) and the settings."""
     layout = state.layout()
@@ -116,19 +155,24 @@ def block_partition(state: BlockState, documents: list[tuple[StoredDocument, lis
     index = BlockIndex(None, k=layout.k, bands=layout.bands, bits=layout.bits, store=store, sole_writer=True)
     for start in range(0, len(documents), INSERT_CHUNK):
         chunk = documents[start : start + INSERT_CHUNK]
-        index.insert_many([d.fingerprint for d, _ in chunk], [d.doc_id for d, _ in chunk], [d.ts for d, _ in chunk],
-                          [d.bands for d, _ in chunk], [tables for _, tables in chunk], [d.payload for d, _ in chunk])
+        rows = [row for row, _ in chunk]
+        index.insert_many([state.fingerprints[r] for r in rows], [state.ids[r] for r in rows],
+                          [state.times[r] for r in rows], _chunk_bands(state, rows, layout.bands),
+                          [_tables(mask) for _, mask in chunk], [state.payloads[r] for r in rows])
     index.flush()
-    out: KeyValues = [(key, value) for key, value in store.scan_prefix(b"") if key_kind(key) != "derived"]
+    yield from ((key, value) for key, value in store.scan_prefix(b"") if key_kind(key) != "derived")
+    del index, store
     if state.settings is not None:
-        out.append((SETTINGS_KEY, state.settings))
-    for doc, _ in documents:
-        out.extend(state.sources.get(doc.doc_id, {}).items())
-    out.extend(state.versions.items())
-    return out
+        yield SETTINGS_KEY, state.settings
+    for row, _ in documents:
+        key = source_key((state.times[row], state.ids[row]))
+        value = state.sources.get(key)
+        if value is not None:
+            yield key, value
+    yield from state.versions.items()
 
 
-def block_partitions(state: BlockState, partitions: int) -> Iterator[tuple[int, KeyValues]]:
+def block_partitions(state: BlockState, partitions: int) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
     """Every new block-table partition's changelog, one partition at a time (one index in memory)."""
     for partition, documents in enumerate(routed(state, partitions)):
         yield partition, block_partition(state, documents)
