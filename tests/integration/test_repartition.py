@@ -24,15 +24,21 @@ def repartition(deployment: Deployment, *args: str, env: dict[str, str] | None =
                           env={**deployment.env(), **(env or {})}, capture_output=True, text=True, timeout=300)
 
 
-def test_a_repartitioned_deployment_goes_on_with_the_same_verdicts(deployment: Deployment,
-                                                                   corpus: list[dict[str, Any]],
-                                                                   expected: dict[str, Row]) -> None:
-    old = deployment.start_worker("old")  # 2 index partitions (the default)
+def judge_first_half_and_stop(deployment: Deployment, corpus: list[dict[str, Any]]) -> int:
+    """The old deployment (2 index partitions, the default) judges the first half and stops cleanly."""
+    old = deployment.start_worker("old")
     half = len(corpus) // 2
     deployment.publish(corpus[:half])
     deployment.final_table(half)
     old.terminate()
     assert old.wait(30) == 0
+    return half
+
+
+def test_a_repartitioned_deployment_goes_on_with_the_same_verdicts(deployment: Deployment,
+                                                                   corpus: list[dict[str, Any]],
+                                                                   expected: dict[str, Row]) -> None:
+    half = judge_first_half_and_stop(deployment, corpus)
     new_id = deployment.app_id + "-4"
     run = repartition(deployment, "--from-app-id", deployment.app_id, "--app-id", new_id, "--index-partitions", "4")
     assert run.returncode == 0, run.stderr
@@ -55,6 +61,33 @@ def test_a_repartitioned_deployment_goes_on_with_the_same_verdicts(deployment: D
                      if v["id"] in first and not v["revised"])
     assert len(judged) == len(first) > len(again)
     assert {doc for doc, n in judged.items() if n > 1} == again
+
+
+def test_more_input_partitions_through_a_new_documents_topic(deployment: Deployment, corpus: list[dict[str, Any]],
+                                                            expected: dict[str, Row]) -> None:
+    half = judge_first_half_and_stop(deployment, corpus)
+    new_id, topic = deployment.app_id + "-8", deployment.documents + "-8"
+    run = repartition(deployment, "--from-app-id", deployment.app_id, "--app-id", new_id, "--partitions", "8",
+                      "--index-partitions", "3", "--documents-topic", topic)
+    assert run.returncode == 0, run.stderr
+    assert "documents topic positions none" in run.stdout
+    env = {"DEDUP_APP_ID": new_id, "DEDUP_PARTITIONS": "8", "DEDUP_INDEX_PARTITIONS": "3",
+           "DEDUP_DOCUMENTS_TOPIC": topic}
+    deployment.start_worker("new", env=env)
+    publish(deployment, topic, corpus[half:])
+    table = deployment.final_table(len(corpus))
+    assert rows(table) == expected
+    assert {v["source"]["topic"] for k, v in table.items() if k not in {d["id"] for d in corpus[:half]}} == {topic}
+
+
+def publish(deployment: Deployment, topic: str, docs: list[dict[str, Any]]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=deployment.broker.bootstrap, linger_ms=5)
+    for d in docs:
+        producer.send(topic, key=d["id"].encode(), value=json.dumps(d, ensure_ascii=False).encode())
+    producer.flush()
+    producer.close()
 
 
 def test_bad_requests_get_a_clear_error(deployment: Deployment) -> None:
