@@ -143,7 +143,7 @@ def _chunk_bands(state: BlockState, rows: list[int], width: int) -> BatchBands:
 class _RebuildStore:
     """A ``KVStore`` over a dict: an index built afresh on a store nothing else writes never scans it
     while inserting (its bucket cache is complete), so ``MemoryStore``'s sorted key list only cost
-    (~25% of the rebuild's CPU); a scan sorts the keys then."""
+    (~20% of the rebuild's CPU); a scan sorts the keys then."""
 
     def __init__(self) -> None:
         self.values: dict[bytes, bytes] = {}
