@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "retention": "benchmarks.retention:command",
     "scale": "benchmarks.scale:command",
     "layout": "benchmarks.layout:command",
+    "repartition": "benchmarks.repartition:command",
 }
 
 

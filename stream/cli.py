@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "topology": "stream.service.commands.topology:topology",
     "broker": "stream.service.commands.broker:broker",
     "reset": "stream.service.commands.worker:reset",
+    "repartition": "stream.service.commands.repartition:repartition",
     "dlq": "stream.service.commands.dlq:command",
     "console": "stream.console.command:console",
     "show": "stream.console.command:show",

@@ -9,17 +9,29 @@ runs), ``document/`` (one document at a time: deletes, expiry, the reference), a
 from stream.index.batch.data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
-from stream.index.records import DERIVED_NAMESPACES, IndexHit, rebuild_derived_keys
+from stream.index.records import (
+    CONFIG_KEY,
+    DERIVED_NAMESPACES,
+    IndexHit,
+    StoredDocument,
+    key_kind,
+    read_records,
+    rebuild_derived_keys,
+)
 from stream.index.simhash.stats import IndexStats
 from stream.index.warm import compile_rare_kernels
 
 __all__ = [
+    "CONFIG_KEY",
     "DERIVED_NAMESPACES",
     "BatchBands",
     "BlockIndex",
     "IndexHit",
     "IndexStats",
+    "StoredDocument",
     "TableLayout",
     "compile_rare_kernels",
+    "key_kind",
+    "read_records",
     "rebuild_derived_keys",
 ]

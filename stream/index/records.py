@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -281,3 +281,27 @@ def _write_chunks(store: KVStore, ops: Iterator[tuple[bytes, bytes | None]], chu
     if batch:
         store.write_ops(batch)
     return written + len(batch)
+
+
+# -- reading a store's records from outside (``dedup repartition``) -------------------------------
+
+def key_kind(key: bytes) -> str:
+    """What a key of a block-index store holds: ``record`` (a document), ``derived`` (its doc-id and
+    expiry keys), ``meta`` (the 0xFF namespace: the index's metadata and its owner's keys) or ``entry``
+    (a table's bucket entry, which an index rebuilds from the records by inserting them again)."""
+    first = key[:1]
+    if first == RECORD_NAMESPACE:
+        return "record"
+    if first and first[0] in DERIVED_NAMESPACES:
+        return "derived"
+    return "meta" if first == META_NS else "entry"
+
+
+def read_records(config: bytes, values: Iterable[bytes]) -> Iterator[StoredDocument]:
+    """The documents of record values (keys of kind ``record``) of a store whose config key held
+    ``config``; a ``ValueError`` for a store of another format version."""
+    settings = json.loads(config)
+    if settings.get("version") != FORMAT_VERSION:
+        raise ValueError(f"store has block-index format version {settings.get('version')}, not {FORMAT_VERSION}")
+    codec = RecordCodec(settings["k"] + 1 + settings["bands"], settings["bands"])
+    return (codec.decode(value) for value in values)

@@ -1,0 +1,128 @@
+"""``python -m benchmarks repartition``: the time of ``dedup repartition`` from 2 to 8 index partitions.
+
+A deployment's changelogs on the embedded tansu broker, written without workers (a worker judges ~1,000
+documents/s here, so a 1M-document deployment would take hours to build): each document's record with a
+random 64-bit fingerprint, 24 random band values and a 600-byte payload (the size of a serialized
+fingerprint with its sketch), its place and version keys, and a finished gather state; built by the same
+re-keying as the command (from one partition to the old count). Then the command's own function reads
+them back, rebuilds the index for the new count and writes the new changelogs; the figure is that
+whole run. Random fingerprints have no near copies: the index's buckets stay small, as on a corpus with
+few duplicates.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import time
+from typing import Any
+
+import click
+
+from benchmarks.common import DEFAULT_OUT, pyplot, save_json, stamp
+from stream.index import StoredDocument
+from stream.service.settings import load_settings
+from stream.service.stages.gather_state import GatherState
+from stream.service.stages.messages import Source, dumps
+from stream.service.stages.probe import VERSION_KEY, source_key
+
+BANDS = 24  # FingerprintConfig().band_tables: 28 table keys per document with the k + 1 = 4 SimHash tables
+PAYLOAD = 600
+
+
+def synthetic_state(n: int, seed: int = 7) -> tuple[Any, list[list[tuple[bytes, bytes]]]]:
+    """The old deployment's documents (as a ``BlockState``) and its gather states (one partition)."""
+    from stream.service.runtime.ledger import KEY_PREFIX
+    from stream.service.stages.rekey import BlockState
+
+    rng = random.Random(seed)
+    state = BlockState(skip_prefix=KEY_PREFIX, config=dumps({"version": 7, "k": 3, "bits": 64, "bands": BANDS}),
+                       settings=b'{"synthetic": true}')
+    payload = rng.randbytes(PAYLOAD)
+    gather = []
+    for i in range(n):
+        doc, ts, fp = f"doc-{i:08d}", 1.7e9 + i, rng.getrandbits(64)
+        bands = tuple((rng.getrandbits(64), 0) for _ in range(BANDS))
+        state.add_document(StoredDocument(fp, ts, frozenset(range(4 + BANDS)), bands, doc, payload))
+        source = Source("documents", i % 8, i // 8, ts)
+        state.sources[source_key((ts, doc))] = source.round_id.encode()
+        version = [ts, ts, source.partition, source.offset]
+        state.versions[VERSION_KEY + doc.encode()] = dumps(version)
+        gs = GatherState(doc=doc, simhash=fp, order=(ts, doc), source=source, round=source.round_id,
+                         version=(ts, ts, source.partition, source.offset), expected=1, got=[0], published=True)
+        gather.append((doc.encode(), dumps(gs.to_json())))
+    return state, [gather]
+
+
+def build_old(settings: Any, n: int) -> float:
+    """The old deployment's topics and changelogs; returns the seconds it took."""
+    from stream.service.repartition import BLOCKS, GATHER, _Writer
+    from stream.service.runtime.worker import apply_topology
+    from stream.service.stages.rekey import block_partitions, gather_partitions
+
+    t0 = time.perf_counter()
+    state, gather_items = synthetic_state(n)
+    apply_topology(settings, lambda _m: None)
+    topology = settings.topology()
+    gather = gather_partitions([dict(p) for p in gather_items], settings.index_partitions, b"\xff\xfe")
+    with _Writer(settings) as writer:
+        for partition, records in block_partitions(state, settings.index_partitions):
+            writer.write(topology.internal_name(BLOCKS), partition, records)
+        for partition, states in enumerate(gather.partitions):
+            writer.write(topology.internal_name(GATHER), partition, states)
+    return time.perf_counter() - t0
+
+
+@click.command()
+@click.option("--sizes", default="20000,100000", help="Documents per deployment, comma-separated.")
+@click.option("--old", "old_count", default=2, help="Index partitions of the old deployment.")
+@click.option("--new", "new_count", default=8, help="Index partitions of the new one.")
+@click.option("--out", default=DEFAULT_OUT, help="Directory for repartition.json and .png.")
+def command(sizes: str, old_count: int, new_count: int, out: str) -> None:
+    """Time `dedup repartition` (index partitions OLD -> NEW) on deployments of each size."""
+    from stream.service.repartition import repartition
+    from stream.service.runtime.embedded import EmbeddedBroker
+
+    rows: list[dict[str, Any]] = []
+    broker = EmbeddedBroker().start()
+    try:
+        for n in [int(s) for s in sizes.split(",") if s]:
+            tag = f"bench{n}"
+            base = load_settings(env={"DEDUP_BROKER": broker.url, "DEDUP_PARTITIONS": "8",
+                                      "DEDUP_DOCUMENTS_TOPIC": f"{tag}.documents", "DEDUP_VERDICTS_TOPIC":
+                                      f"{tag}.verdicts", "DEDUP_DLQ_TOPIC": f"{tag}.dlq"})
+            old = base.with_overrides(app_id=f"{tag}-old", index_partitions=old_count)
+            built = build_old(old, n)
+            new = base.with_overrides(app_id=f"{tag}-new", index_partitions=new_count)
+            t0, c0 = time.perf_counter(), time.process_time()
+            report = repartition(old.app_id, new, lambda _m: None)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            row = {"documents": n, "old_index_partitions": old_count, "new_index_partitions": new_count,
+                   "build_old_s": round(built, 1), "repartition_s": round(wall, 1), "cpu_s": round(cpu, 1),
+                   "us_per_document": round(wall / n * 1e6), "phases_s": {k: round(v, 1) for k, v in
+                                                                        report.seconds.items()},
+                   "records_written": report.written, "max_rss_mb": resource.getrusage(
+                       resource.RUSAGE_SELF).ru_maxrss // 1024,
+                   "extrapolated_1m_min": round(wall / n * 1e6 / 60, 1)}
+            rows.append(row)
+            click.echo(f"{n:>9,} documents {old_count} -> {new_count}: {wall:7.1f} s ({row['us_per_document']} us/doc, "
+                       f"cpu {cpu:.1f} s; {row['phases_s']}); 1M at this rate: {row['extrapolated_1m_min']} min; "
+                       f"max RSS {row['max_rss_mb']} MB")
+    finally:
+        broker.stop()
+    path = save_json(out, "repartition", {"command": f"repartition --sizes {sizes} --old {old_count} --new {new_count}",
+                                          "rows": rows})
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([r["documents"] for r in rows], [r["repartition_s"] for r in rows], "o-", label="measured")
+    ax.axhline(600, color="red", linestyle="--", label="target: 1M in 10 min")
+    if rows:
+        rate = rows[-1]["repartition_s"] / rows[-1]["documents"]
+        ax.plot([rows[-1]["documents"], 1_000_000], [rows[-1]["repartition_s"], rate * 1e6], "k:",
+                label="linear from the largest run")
+    ax.set_xlabel("documents in the deployment")
+    ax.set_ylabel(f"seconds, {old_count} -> {new_count} index partitions")
+    ax.legend()
+    stamp(fig)
+    fig.savefig(path.with_suffix(".png"), dpi=110, bbox_inches="tight")
+    click.echo(f"saved {path} and .png")
