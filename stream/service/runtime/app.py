@@ -43,6 +43,14 @@ LEDGER_SAVE_SECONDS = 1.0
 
 
 READY_FILE = "READY"
+BAND_RUNS_DIR = "index-band-runs"  # in Faust's table dir: one directory of band runs per block-table partition
+# RocksDB per table partition (Faust's defaults: a 2 GiB block cache and three 64 MiB memtables for
+# each of the worker's ~12 partition databases, which let RSS grow with the data read)
+TABLE_MEMORY: dict[str, dict[str, int]] = {
+    "blocks": {"block_cache_size": 64 << 20, "write_buffer_size": 32 << 20, "max_write_buffer_number": 2},
+    "gather_state": {"block_cache_size": 32 << 20, "write_buffer_size": 16 << 20, "max_write_buffer_number": 2},
+    "positions": {"block_cache_size": 1 << 20, "write_buffer_size": 1 << 20, "max_write_buffer_number": 2},
+}
 
 
 class ReadyMarker(faust.Sensor):
@@ -144,13 +152,15 @@ class DedupApp:
             gather_partitions=s.index_partitions,
             index_partitions=s.index_partitions,
         )
-        table_options = {"driver": "rocksdict"}
+        def options(table: str) -> dict[str, Any]:
+            return {"driver": "rocksdict", **TABLE_MEMORY[table]}
+
         self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.index_partitions, key_type=bytes, value_type=bytes,
-                                     options=dict(table_options))
+                                     options=options(BLOCKS_TABLE))
         self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.index_partitions, key_type=bytes,
-                                           value_type=bytes, options=dict(table_options))
+                                           value_type=bytes, options=options(GATHER_TABLE))
         self.positions = self.app.Table(POSITIONS_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
-                                        options=dict(table_options))
+                                        options=options(POSITIONS_TABLE))
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.index_partitions, internal=True,
                                           **RAW_TOPIC)
@@ -181,8 +191,10 @@ class DedupApp:
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
         self._position_stores: dict[int, FaustTableStore] = {}
+        band_runs = Path(self.app.conf.tabledir) / BAND_RUNS_DIR  # dropped with the tables after an unclean stop
         self.probes = ProbeStage(config, matching, self.topics, self._block_store,
-                                 self.output, verify_once=s.verify_once, late_allowance=s.late_allowance)
+                                 self.output, verify_once=s.verify_once, late_allowance=s.late_allowance,
+                                 band_dir=lambda partition: band_runs / str(partition))
         self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
