@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reliability_run import Run, encode
+from stream.service.stages.gather import REVISION_INTERVAL
 from tests.harness import VerdictWatch, accounted, publish, raw_values, settled_table
 
 
@@ -52,11 +53,12 @@ def backlog(run: Run) -> dict[str, Any]:
     with run.deployment("backlog") as d:
         publish(d, [encode(doc) for doc in docs])
         run.echo(f"  backlog of {n:,} documents published")
-        worker = d.start_worker("w", env=run.worker_env)
+        # the default revision interval (the harness's 1 s is for tests that read a final table at once)
+        worker = d.start_worker("w", env={**run.worker_env, "DEDUP_REVISION_INTERVAL": f"{REVISION_INTERVAL:g}s"})
         watch = VerdictWatch(d)
         samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20))
         watch.close()
-        settled_table(d, ids, run.scale.timeout)
+        settled_table(d, ids, run.scale.timeout, settle=REVISION_INTERVAL + 5)  # the last held revisions too
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
         counts = accounted(d, n)
         log = (d.tmp / "w.log").read_text(errors="replace")

@@ -100,6 +100,8 @@ class Deployment:
             "DEDUP_PARTITIONS": str(PARTITIONS), "DEDUP_REBALANCE_TIMEOUT": "2",
             "DEDUP_DOCUMENTS_TOPIC": self.documents, "DEDUP_VERDICTS_TOPIC": self.verdicts,
             "DEDUP_DLQ_TOPIC": self.dlq, "DEDUP_BATCH_SIZE": "64",
+            # revisions held at most 1 s (default 30 s), so that a final table settles within 3 s
+            "DEDUP_REVISION_INTERVAL": "1s",
         }
 
     def start_worker(self, name: str, data: Path | None = None, env: dict[str, str] | None = None

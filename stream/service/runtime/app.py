@@ -195,7 +195,8 @@ class DedupApp:
         self.probes = ProbeStage(config, matching, self.topics, self._block_store,
                                  self.output, verify_once=s.verify_once, late_allowance=s.late_allowance,
                                  band_dir=lambda partition: band_runs / str(partition))
-        self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches)
+        self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches,
+                                  revision_interval=s.revision_interval)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
         self.pipeline.warm_up()
@@ -372,7 +373,32 @@ class DedupApp:
                     self._request_seeks(ledger.stalled(ends, fetched))
                     metrics.set_lag(stage, self._lags(ledger, ends))
 
+        @self.app.timer(interval=1.0)
+        async def release_revisions() -> None:
+            try:
+                await self._release_revisions()
+            except Exception as exc:
+                self.fatal(exc, "gather")
+
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
+
+    async def _release_revisions(self) -> None:
+        """Publish the held revisions that are due in the gather partitions this worker owns; only once
+        they are delivered are they marked published (a crash before then publishes them again)."""
+        owned = self._owned()
+        partitions = [p for p in range(self.settings.index_partitions) if (self.topics.gather, p) in owned]
+        if not partitions:
+            return
+        mark = self.output.mark()
+        released = {p: self.gather.release(p) for p in partitions}
+        released = {p: r for p, r in released.items() if r}
+        if not released:
+            return
+        await self._flush(mark)
+        mark = self.output.mark()
+        for partition, done in released.items():
+            self.gather.released(partition, done)
+        await self._flush(mark)
 
     def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
         """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
