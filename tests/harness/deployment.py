@@ -230,8 +230,8 @@ class Deployment:
         letter names it, or another record of the same id (a newer version) has a verdict (superseded).
         Returns the counts, with ``unaccounted`` (the goal: 0)."""
         inputs = self.read_raw(self.documents, timeout=timeout, by_id=True)
-        verdicts = [json.loads(m.value) for m in self.to_end(self.verdicts) if m.value is not None]
-        dead = [json.loads(m.value) for m in self.to_end(self.dlq) if m.value is not None]
+        verdicts = [json.loads(m.value) for m in self.to_end(self.verdicts, timeout) if m.value is not None]
+        dead = [json.loads(m.value) for m in self.to_end(self.dlq, timeout) if m.value is not None]
         judged = {(v["source"]["partition"], v["source"]["offset"]) for v in verdicts}
         lettered = {(d["source"]["partition"], d["source"]["offset"]) for d in dead}
         latest: dict[bytes | None, tuple[int, int]] = {}
