@@ -52,11 +52,12 @@ ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal
 class IndexMemory:
     """What a partition's index keeps in memory. The library's defaults suit one index per process
     (1 GiB of buckets, 4M band entries); a worker holds one per index partition beside Faust's tables.
-    256 MiB of buckets holds the roots of ~2.5M documents; 2^20 band entries (~44k documents,
-    ~35 MB with their log) before a run goes to disk."""
+    256 MiB of buckets holds the roots of ~2.5M documents; 2^18 band entries (~20k documents a
+    partition, each indexed in about half of its 24 band tables there; ~10 MB with their log) before
+    a run goes to disk, where ~log2(entries / 2^18) runs stay, each probed through a Bloom filter."""
 
     bucket_cache_bytes: int = 256 << 20
-    band_memtable: int = 1 << 20
+    band_memtable: int = 1 << 18
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
 # worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
