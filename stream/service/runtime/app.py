@@ -128,7 +128,10 @@ def faust_app(s: Settings) -> faust.App:
         key_serializer="raw",
         value_serializer="raw",
         stream_buffer_maxsize=max(4096, s.batch_size * 8),
-        consumer_max_fetch_size=4 << 20,
+        # per partition and fetch (aiokafka's max_partition_fetch_bytes; a larger first record batch still
+        # comes whole): a backlog is read partition by partition in chunks this size, so the canonical
+        # order of what is judged lags by a chunk across partitions, and each lag is a revision
+        consumer_max_fetch_size=256 << 10,
         recovery_consistency_check=False,  # patches/data_loss_check.py says it better
     )
 
