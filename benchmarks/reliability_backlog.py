@@ -4,11 +4,14 @@ and re-reads (none), and the worker's RSS over time (the last 40% of the documen
 
 from __future__ import annotations
 
+import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from benchmarks.reliability_run import Run, encode
+from stream.service.stages.gather import REVISION_INTERVAL
 from tests.harness import VerdictWatch, accounted, publish, raw_values, settled_table
 
 
@@ -34,6 +37,15 @@ def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, ev
         time.sleep(every)
 
 
+def most_revised(per_id: dict[bytes | None, list[dict[str, Any]]], top: int = 5) -> list[dict[str, Any]]:
+    """The ids with the most verdict records: each record's seconds after the first, match count and
+    canonical (what the revisions changed, and how far apart they came)."""
+    worst = sorted(per_id.items(), key=lambda item: -len(item[1]))[:top]
+    return [{"id": (key or b"").decode(errors="replace"),
+             "records": [[round(b["processed_at"] - bodies[0]["processed_at"], 2), b["match_count"], b["canonical"]]
+                         for b in bodies]} for key, bodies in worst]
+
+
 def backlog(run: Run) -> dict[str, Any]:
     n = run.scale.backlog_docs
     docs = run.docs(n)
@@ -41,21 +53,24 @@ def backlog(run: Run) -> dict[str, Any]:
     with run.deployment("backlog") as d:
         publish(d, [encode(doc) for doc in docs])
         run.echo(f"  backlog of {n:,} documents published")
-        worker = d.start_worker("w", env=run.worker_env)
+        # the default revision interval (the harness's 1 s is for tests that read a final table at once)
+        worker = d.start_worker("w", env={**run.worker_env, "DEDUP_REVISION_INTERVAL": f"{REVISION_INTERVAL:g}s"})
         watch = VerdictWatch(d)
         samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20))
         watch.close()
-        settled_table(d, ids, run.scale.timeout)
-        records = [k for k, v in raw_values(d, d.verdicts) if v is not None]
+        settled_table(d, ids, run.scale.timeout, settle=REVISION_INTERVAL + 5)  # the last held revisions too
+        records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
         counts = accounted(d, n)
         log = (d.tmp / "w.log").read_text(errors="replace")
-    per_id: dict[bytes | None, int] = {}
-    for key in records:
-        per_id[key] = per_id.get(key, 0) + 1
+    per_id: dict[bytes | None, list[dict[str, Any]]] = {}
+    for key, body in records:
+        per_id.setdefault(key, []).append(body)
     at_60 = next((rss for _, judged, rss in samples if judged >= 0.6 * len(set(ids))), None)
     last = samples[-1][2] if samples else None
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
-            "most_verdict_records_for_an_id": max(per_id.values(), default=0),
+            "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
+            "ids_by_verdict_records": dict(sorted(Counter(map(len, per_id.values())).items())),
+            "most_revised": most_revised(per_id),
             "false_stalls": log.count("nothing was delivered"), "gaps": log.count("were skipped before"),
             "rss_at_60_percent": at_60, "rss_last": last,
             "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,

@@ -45,7 +45,9 @@ class BlockIndex:
     the top-level buckets that exist (``RootFilter``; on a store that is not empty, read from its
     records once on open); a cache miss on any other skips its scan, also after the cache evicts. For
     a store restored from a changelog, where new documents mostly meet band buckets that do not exist
-    yet.
+    yet. ``band_dir``: where the band tables keep their runs for an index on a caller's store (else
+    all in memory); derived state, rebuilt from the records on open unless the store holds the stamp
+    ``close`` wrote beside them.
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class BlockIndex:
         sole_writer: bool = False,
         root_filter: bool = False,
         band_memtable: int = DEFAULT_MEMTABLE_ENTRIES,
+        band_dir: str | Path | None = None,
     ) -> None:
         self.layout = TableLayout(k, bands, bits)
         self.k, self.bits, self.bands = k, bits, bands
@@ -81,9 +84,12 @@ class BlockIndex:
         kv = BufferedStore(self.store, write_buffer) if write_buffer > 0 else self.store
         fresh = check_config(kv, index_config(k, bits, bands))
         policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
-        # the band tables of an index on a RocksDB of its own keep their older entries in runs on disk
-        band_dir = Path(path) / BAND_DIR if path is not None and owns_store and bands else None
-        band_tables = BandTables(band_dir, kv.get(BAND_STAMP_KEY), band_memtable)
+        # the band tables of an index on a RocksDB of its own, or given a directory, keep their older
+        # entries in runs on disk
+        if band_dir is None and path is not None and owns_store:
+            band_dir = Path(path) / BAND_DIR
+        runs_dir = Path(band_dir) if band_dir is not None and bands else None
+        band_tables = BandTables(runs_dir, kv.get(BAND_STAMP_KEY), band_memtable)
         if band_tables.reused:  # from here on a crash must not find the stamp (bands/tables.py)
             kv.write_ops([(BAND_STAMP_KEY, None)])
         self._state = state = IndexState.open(self.layout, kv, policy, cache_bytes, band_tables)

@@ -87,6 +87,9 @@ class Settings:
     # how long a worker rides out a broker it cannot reach (its batch unacknowledged, its output retried)
     # before it stops with exit 75; as Kafka Streams' task.timeout.ms (docs/service.md, "Outcomes and faults")
     task_timeout: float = 300.0
+    # a document's verdict is republished (revised: true) at most once per interval; the revisions
+    # between are merged and published together when it ends (docs/service.md, "The pipeline")
+    revision_interval: float = 30.0
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)
@@ -146,7 +149,7 @@ def _coerce(name: str, raw: Any) -> Any:
         return None
     if name == "data_dir":
         return Path(str(raw))
-    if name in {"retention", "late_allowance", "task_timeout"}:
+    if name in {"retention", "late_allowance", "task_timeout", "revision_interval"}:
         if name == "retention" and str(raw).strip().lower() in ("", "none"):
             return _NONE
         return parse_duration(raw, name)

@@ -100,6 +100,8 @@ class Deployment:
             "DEDUP_PARTITIONS": str(PARTITIONS), "DEDUP_REBALANCE_TIMEOUT": "2",
             "DEDUP_DOCUMENTS_TOPIC": self.documents, "DEDUP_VERDICTS_TOPIC": self.verdicts,
             "DEDUP_DLQ_TOPIC": self.dlq, "DEDUP_BATCH_SIZE": "64",
+            # revisions held at most 1 s (default 30 s), so that a final table settles within 3 s
+            "DEDUP_REVISION_INTERVAL": "1s",
         }
 
     def start_worker(self, name: str, data: Path | None = None, env: dict[str, str] | None = None
@@ -228,8 +230,8 @@ class Deployment:
         letter names it, or another record of the same id (a newer version) has a verdict (superseded).
         Returns the counts, with ``unaccounted`` (the goal: 0)."""
         inputs = self.read_raw(self.documents, timeout=timeout, by_id=True)
-        verdicts = [json.loads(m.value) for m in self.to_end(self.verdicts) if m.value is not None]
-        dead = [json.loads(m.value) for m in self.to_end(self.dlq) if m.value is not None]
+        verdicts = [json.loads(m.value) for m in self.to_end(self.verdicts, timeout) if m.value is not None]
+        dead = [json.loads(m.value) for m in self.to_end(self.dlq, timeout) if m.value is not None]
         judged = {(v["source"]["partition"], v["source"]["offset"]) for v in verdicts}
         lettered = {(d["source"]["partition"], d["source"]["offset"]) for d in dead}
         latest: dict[bytes | None, tuple[int, int]] = {}

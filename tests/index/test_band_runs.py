@@ -134,3 +134,33 @@ def test_band_mates_survive_a_clean_reopen_and_a_sigkill(tmp_path: Path) -> None
         assert got == _brute_band_mates(docs, query)
     recovered.close()
     assert os.path.isdir(Path(path) / "bands")
+
+
+def test_runs_beside_a_callers_store_are_rebuilt_from_its_records_when_reopened_without_their_stamp(
+        tmp_path: Path) -> None:
+    """The service's case: a changelog-backed store and a band directory. Reopened without a close (as
+    after a SIGKILL, the store restored with more records than the runs on disk know of), the runs are
+    rebuilt from the records and answer as brute force."""
+    from stream.storage import MemoryStore
+
+    runs = tmp_path / "runs"
+    store = MemoryStore()
+    rng = np.random.default_rng(6)
+    bands = rng.integers(0, 1000, size=(300, 3, 2), dtype=np.uint64)
+    first = BlockIndex(None, k=3, bands=3, store=store, sole_writer=True, band_memtable=50, band_dir=runs)
+    first.insert_many(rng.integers(0, 2**64, size=300, dtype=np.uint64).tolist(), [f"d{i}" for i in range(300)],
+                      bands=bands)
+    assert first.band_map.runs and len(first.band_map.memtable) < 50, "older entries went to disk"
+    docs = {f"d{i}": bands[i, :, 0].tolist() for i in range(300)}
+    stale_runs = {p.name for p in runs.iterdir()}
+    del first  # never closed: no stamp in the store
+    second = BlockIndex(None, k=3, bands=3, store=store, sole_writer=True, band_memtable=50, band_dir=runs)
+    assert not second.band_map.reused and not stale_runs & {p.name for p in runs.iterdir()}
+    more = rng.integers(0, 1000, size=(100, 3, 2), dtype=np.uint64)
+    second.insert_many(rng.integers(0, 2**64, size=100, dtype=np.uint64).tolist(),
+                       [f"e{i}" for i in range(100)], bands=more)
+    docs.update({f"e{i}": more[i, :, 0].tolist() for i in range(100)})
+    for probe in range(0, 1000, 37):
+        query = [probe, (probe * 7) % 1000, (probe * 13) % 1000]
+        got = {h.doc_id for h in second.query(0xDEADBEEF, bands=[(q, 0) for q in query]) if h.via == "band"}
+        assert got == _brute_band_mates(docs, query)

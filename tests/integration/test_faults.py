@@ -9,6 +9,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -114,15 +115,18 @@ def test_a_paused_broker_loses_nothing_logs_little_and_health_says_so(
 
 
 def test_hot_documents_and_repeated_ids_stay_bounded_and_accounted(deployment: Deployment) -> None:
-    deployment.start_worker("w")
+    """300 copies in shuffled event-time order revise one another: with the default revision interval
+    (30 s) each copy has its verdict and at most one revision."""
+    deployment.start_worker("w", env={"DEDUP_REVISION_INTERVAL": "30s"})
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 4
     copies = [{"id": f"copy-{i:04d}", "text": text, "ts": 1_700_000_000 + (i * 7919) % 300} for i in range(300)]
     other = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。" * 4
     repeats = [{"id": "again", "text": f"第{i}版：{other}", "ts": 1_700_000_000} for i in range(100)]
     deployment.publish(copies + repeats)
-    table = deployment.final_table(len(copies) + 1, timeout=180)
+    table = deployment.final_table(len(copies) + 1, timeout=240, settle=35.0)
     records = deployment.read(deployment.verdicts, timeout=10)
-    assert len(records) <= 4 * (len(copies) + 1)  # first verdicts plus bounded revisions
+    per_copy = Counter(r["id"] for r in records if r["id"] != "again")
+    assert max(per_copy.values()) <= 2, per_copy.most_common(3)  # a first verdict and one revision
     assert max(len(json.dumps(r)) for r in records) < 20_000
     first = min(copies, key=lambda d: (d["ts"], d["id"]))["id"]
     for doc in copies:

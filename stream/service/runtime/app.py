@@ -43,6 +43,14 @@ LEDGER_SAVE_SECONDS = 1.0
 
 
 READY_FILE = "READY"
+BAND_RUNS_DIR = "index-band-runs"  # in Faust's table dir: one directory of band runs per block-table partition
+# RocksDB per table partition (Faust's defaults: a 2 GiB block cache and three 64 MiB memtables for
+# each of the worker's ~12 partition databases, which let RSS grow with the data read)
+TABLE_MEMORY: dict[str, dict[str, int]] = {
+    "blocks": {"block_cache_size": 64 << 20, "write_buffer_size": 32 << 20, "max_write_buffer_number": 2},
+    "gather_state": {"block_cache_size": 32 << 20, "write_buffer_size": 16 << 20, "max_write_buffer_number": 2},
+    "positions": {"block_cache_size": 1 << 20, "write_buffer_size": 1 << 20, "max_write_buffer_number": 2},
+}
 
 
 class ReadyMarker(faust.Sensor):
@@ -120,7 +128,10 @@ def faust_app(s: Settings) -> faust.App:
         key_serializer="raw",
         value_serializer="raw",
         stream_buffer_maxsize=max(4096, s.batch_size * 8),
-        consumer_max_fetch_size=4 << 20,
+        # per partition and fetch (aiokafka's max_partition_fetch_bytes; a larger first record batch still
+        # comes whole): a backlog is read partition by partition in chunks this size, so the canonical
+        # order of what is judged lags by a chunk across partitions, and each lag is a revision
+        consumer_max_fetch_size=256 << 10,
         recovery_consistency_check=False,  # patches/data_loss_check.py says it better
     )
 
@@ -144,13 +155,15 @@ class DedupApp:
             gather_partitions=s.index_partitions,
             index_partitions=s.index_partitions,
         )
-        table_options = {"driver": "rocksdict"}
+        def options(table: str) -> dict[str, Any]:
+            return {"driver": "rocksdict", **TABLE_MEMORY[table]}
+
         self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.index_partitions, key_type=bytes, value_type=bytes,
-                                     options=dict(table_options))
+                                     options=options(BLOCKS_TABLE))
         self.gather_state = self.app.Table(GATHER_TABLE, partitions=s.index_partitions, key_type=bytes,
-                                           value_type=bytes, options=dict(table_options))
+                                           value_type=bytes, options=options(GATHER_TABLE))
         self.positions = self.app.Table(POSITIONS_TABLE, partitions=s.partitions, key_type=bytes, value_type=bytes,
-                                        options=dict(table_options))
+                                        options=options(POSITIONS_TABLE))
         self.documents_topic = self.app.topic(s.documents_topic, partitions=s.partitions, **RAW_TOPIC)
         self.probe_topic = self.app.topic(self.topics.probe, partitions=s.index_partitions, internal=True,
                                           **RAW_TOPIC)
@@ -181,9 +194,12 @@ class DedupApp:
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
         self._position_stores: dict[int, FaustTableStore] = {}
+        band_runs = Path(self.app.conf.tabledir) / BAND_RUNS_DIR  # dropped with the tables after an unclean stop
         self.probes = ProbeStage(config, matching, self.topics, self._block_store,
-                                 self.output, verify_once=s.verify_once, late_allowance=s.late_allowance)
-        self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches)
+                                 self.output, verify_once=s.verify_once, late_allowance=s.late_allowance,
+                                 band_dir=lambda partition: band_runs / str(partition))
+        self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches,
+                                  revision_interval=s.revision_interval)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
         self.pipeline.warm_up()
@@ -361,7 +377,32 @@ class DedupApp:
                     self._request_seeks(ledger.stalled(ends, fetched, committed))
                     metrics.set_lag(stage, self._lags(ledger, ends))
 
+        @self.app.timer(interval=1.0)
+        async def release_revisions() -> None:
+            try:
+                await self._release_revisions()
+            except Exception as exc:
+                self.fatal(exc, "gather")
+
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
+
+    async def _release_revisions(self) -> None:
+        """Publish the held revisions that are due in the gather partitions this worker owns; only once
+        they are delivered are they marked published (a crash before then publishes them again)."""
+        owned = self._owned()
+        partitions = [p for p in range(self.settings.index_partitions) if (self.topics.gather, p) in owned]
+        if not partitions:
+            return
+        mark = self.output.mark()
+        released = {p: self.gather.release(p) for p in partitions}
+        released = {p: r for p, r in released.items() if r}
+        if not released:
+            return
+        await self._flush(mark)
+        mark = self.output.mark()
+        for partition, done in released.items():
+            self.gather.released(partition, done)
+        await self._flush(mark)
 
     def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
         """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -15,14 +16,21 @@ from stream.service.stages.output import Output
 from stream.service.stages.records import Topics
 from stream.storage import KVStore
 
+# + a document id -> when its held revision is due (8-byte float): what ``release`` publishes. No
+# UTF-8 document id starts with 0xFF, nor does the ledger's key (0xFF 0xFE).
+HELD_PREFIX = b"\xff\xfdheld:"
+REVISION_INTERVAL = 30.0  # seconds: a document's verdict is republished at most once per interval
+
 
 class GatherStage:
     """Collects answers per document in the gather table (``store_for(partition)``) and publishes verdicts."""
 
     def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
-                 clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES) -> None:
+                 clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES,
+                 revision_interval: float = REVISION_INTERVAL) -> None:
         self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
         self.max_matches = max_matches
+        self.revision_interval = revision_interval
         self.dead = DeadLetters(output, topics.dlq)
 
     def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
@@ -44,13 +52,22 @@ class GatherStage:
                 raw = states[doc]
                 state = (GatherState.from_json(loads(raw), self.max_matches) if raw
                          else GatherState(doc, self.max_matches))
-                due = self._apply(state, doc_entries)
+                was_held = state.held
+                due, revision = self._apply(state, doc_entries)
                 if due and state.deleting:
                     self._tombstone(state)
                     writes.append((doc.encode(), None))
+                    if was_held:
+                        writes.append((held_key(doc), None))
                     continue
-                if due:
+                if due and revision and self.clock() < state.published_at + self.revision_interval:
+                    state.held = True  # merged; published by ``release`` once the interval has passed
+                    if not was_held:
+                        writes.append((held_key(doc), _due(state.published_at + self.revision_interval)))
+                elif due:
                     self._publish(state)
+                if was_held and not state.held:
+                    writes.append((held_key(doc), None))
                 encoded = dumps(state.to_json())
             except Exception as exc:
                 if is_fault(exc):
@@ -64,10 +81,42 @@ class GatherStage:
         if writes:
             store.write_ops(writes)
 
+    def release(self, partition: int, now: float | None = None) -> list[tuple[bytes, bytes]]:
+        """Publish the held revisions of ``partition`` that are due; their (held key, state as read),
+        for ``released`` once those verdicts are delivered (so a crash before then publishes them again)."""
+        store = self.store_for(partition)
+        now = self.clock() if now is None else now
+        due = [key for key, when in store.scan_prefix(HELD_PREFIX) if struct.unpack(">d", when)[0] <= now]
+        out = []
+        for key, raw in zip(due, store.multi_get([key[len(HELD_PREFIX):] for key in due]), strict=True):
+            state = None if raw is None else GatherState.from_json(loads(raw), self.max_matches)
+            if state is not None and state.held and state.complete and state.published and not state.deleting:
+                self._publish(state)
+            out.append((key, raw or b""))
+        return out
+
+    def released(self, partition: int, released: Sequence[tuple[bytes, bytes]]) -> None:
+        """Mark the revisions ``release`` published as published, unless their state changed meanwhile
+        (then ``release`` finds them again)."""
+        store = self.store_for(partition)
+        docs = [key[len(HELD_PREFIX):] for key, _ in released]
+        writes: list[tuple[bytes, bytes | None]] = []
+        for (key, before), doc, raw in zip(released, docs, store.multi_get(docs), strict=True):
+            if raw != (before or None):
+                continue
+            writes.append((key, None))
+            if raw is not None:
+                state = GatherState.from_json(loads(raw), self.max_matches)
+                state.held, state.published_at = False, self.clock()
+                writes.append((doc, dumps(state.to_json())))
+        if writes:
+            store.write_ops(writes)
+
     @staticmethod
-    def _apply(state: GatherState, entries: Sequence[GatherEntry]) -> bool:
-        """Apply a document's entries of one batch; True if its verdict is due (at most once a batch)."""
-        due = False
+    def _apply(state: GatherState, entries: Sequence[GatherEntry]) -> tuple[bool, bool]:
+        """Apply a document's entries of one batch: (its verdict is due (at most once a batch), only for
+        revisions)."""
+        due = revised = False
         for entry in entries:
             header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
             if header is not None:
@@ -80,8 +129,8 @@ class GatherStage:
             if isinstance(entry, Answer):
                 due = state.answer(entry.round, entry.part, entry.matches, entry.final) or due
             elif isinstance(entry, Revise):
-                due = state.revise(entry.match, entry.version) or due
-        return due and state.complete
+                revised = state.revise(entry.match, entry.version) or revised
+        return (due or revised) and state.complete, not due
 
     def _tombstone(self, state: GatherState) -> None:
         """A completed deletion: the compacted verdict topic forgets the document (a null value under its
@@ -110,7 +159,7 @@ class GatherStage:
         if verdict.canonical is not None and verdict.canonical.source:
             # where the canonical's document is on the input topic: a reader fetches the two texts
             body["canonical_source"] = Source.of_round(verdict.canonical.source).position()
-        state.published = True
+        state.published, state.published_at, state.held = True, now, False
         self.output.send(self.topics.verdicts, state.doc.encode(), dumps(body))
         metrics.VERDICTS.labels(verdict.verdict, str(state.revised).lower()).inc()
         if state.revised:
@@ -118,3 +167,11 @@ class GatherStage:
         else:
             metrics.JUDGED.labels(verdict.verdict).inc()
             metrics.LATENCY.observe(max(0.0, now - state.source.timestamp))
+
+
+def held_key(doc: str) -> bytes:
+    return HELD_PREFIX + doc.encode()
+
+
+def _due(when: float) -> bytes:
+    return struct.pack(">d", when)

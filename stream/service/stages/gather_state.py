@@ -83,6 +83,8 @@ class GatherState:
     deleting: bool = False  # the current round deletes the document
     published: bool = False
     revised: bool = False
+    published_at: float = 0.0  # processing time of the last verdict published: revisions wait for the interval
+    held: bool = False  # a revision merged but not published yet (the gather stage releases it)
 
     def __post_init__(self) -> None:
         self.summary.limit = self.limit
@@ -100,7 +102,7 @@ class GatherState:
             "early": self.early,
             "early_matches": {r: [m.to_wire() for m in ms] for r, ms in self.early_matches.items()},
             "pending": [[sim, s.to_json()] for sim, s in self.pending.items()], "deleting": self.deleting,
-            "published": self.published, "revised": self.revised,
+            "published": self.published, "revised": self.revised, "at": self.published_at, "held": self.held,
         }
 
     @classmethod
@@ -121,6 +123,7 @@ class GatherState:
             pending=_pending_from_json(d.get("pending") or [], limit),
             deleting=bool(d.get("deleting")),
             published=bool(d.get("published")), revised=bool(d.get("revised")),
+            published_at=float(d.get("at", 0.0)), held=bool(d.get("held")),
         )
 
     # -- transitions ---------------------------------------------------------------------------
@@ -152,7 +155,7 @@ class GatherState:
             superseded = self.round is not None and (self.deleting or not self.published)
             if self.round is not None:  # a new version of the document: its probe finds everything again
                 self.summary = MatchSummary(self.limit)
-                self.revised = False
+                self.revised = self.held = False
                 if not delete:  # a deletion needs to know whether a verdict of the document is out
                     self.published = False
             self.deleting = delete

@@ -9,7 +9,8 @@ import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from stream.detect import Detector, Match, MatchSettings, Order, differences, fingerprint_of
 from stream.errors import ConfigError
@@ -46,6 +47,18 @@ SOURCE_PREFIX = b"\xffdedup-source:"
 VERSION_KEY = b"\xffdedup-version:"
 ANSWER_CHUNK = 1000  # matches per answer entry: ~80 KB, well inside an internal message
 
+
+@dataclass(frozen=True)
+class IndexMemory:
+    """What a partition's index keeps in memory. The library's defaults suit one index per process
+    (1 GiB of buckets, 4M band entries); a worker holds one per index partition beside Faust's tables.
+    256 MiB of buckets holds the roots of ~2.5M documents; 2^18 band entries (~20k documents a
+    partition, each indexed in about half of its 24 band tables there; ~10 MB with their log) before
+    a run goes to disk, where ~log2(entries / 2^18) runs stay, each probed through a Bloom filter."""
+
+    bucket_cache_bytes: int = 256 << 20
+    band_memtable: int = 1 << 18
+
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
 # worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
 # of decoded payloads).
@@ -56,9 +69,11 @@ class ProbeStage:
 
     def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics,
                  store_for: Callable[[int], KVStore], output: Output, verify_once: bool = True,
-                 late_allowance: float = 3600.0) -> None:
+                 late_allowance: float = 3600.0, band_dir: Callable[[int], Path] | None = None,
+                 memory: IndexMemory = IndexMemory()) -> None:
         self.config, self.matching, self.topics = config, matching, topics
         self.store_for = store_for
+        self.band_dir, self.memory = band_dir, memory
         self.verify_once = verify_once
         self.late_allowance = late_allowance
         self.dead = DeadLetters(output, topics.dlq)
@@ -90,8 +105,12 @@ class ProbeStage:
         # restored partition gets the same shortcut for the top-level buckets its records do not
         # reach (root_filter: one scan of its records on open; docs/decisions/restored-partitions-root-filter.md).
         try:
+            # band runs on disk: derived from the partition's records, which every open without the
+            # runs' stamp (the service never writes one) rebuilds them from, so a crash cannot leave them stale
             index = BlockIndex(None, k=self.matching.k, bands=self.config.band_tables, store=buffered,
-                               sole_writer=True, root_filter=True)
+                               sole_writer=True, root_filter=True, cache_bytes=self.memory.bucket_cache_bytes,
+                               band_memtable=self.memory.band_memtable,
+                               band_dir=None if self.band_dir is None else self.band_dir(partition))
         except ValueError as exc:
             raise ConfigError(f"block table partition {partition}: {exc}") from None
         self._check_settings(partition, buffered)
