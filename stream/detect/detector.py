@@ -1,8 +1,10 @@
 """Detector: probe the block table, verify every candidate against its stored sketch, insert.
 
-``probe`` is partition-local (the streaming service calls it once per Kafka partition that owns
-some of the document's block keys, with ``tables`` naming them); ``probe_many`` is the same over a
-batch of documents in one index call (``dedup scan`` probes its input in chunks with all tables).
+``probe_many`` probes a batch of documents in one index call, each seeing the ones before it:
+``dedup scan`` probes its input in chunks with all tables, the streaming service each Kafka
+partition's run with ``tables`` naming the block keys that partition owns. ``probe`` is the same
+for one document; tests/reference/probe_loop.py writes the loop out over the index's one-document
+path, and the tests compare the two.
 Each indexed document's serialized Fingerprint (with its sketch) is the payload of its index record,
 so the query that finds a candidate also returns what verifies it. It is stored without its LSH
 bands (``without_bands``): the record holds them already, and they were 40% of the bytes written.
@@ -97,30 +99,23 @@ class Detector:
 
     def probe(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
               insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
-        """``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
-        if fp.empty:
-            return []
-        if order[1] != fp.doc_id:
-            raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
-        bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
-        matches = self._verified(fp, order, self.index.query(fp.simhash, bands, tables=tables, once=self.once), {})
-        if insert:
-            self.insert(fp, order, tables, fp_bytes)
-        return matches
+        """``probe_many`` of one document (one implementation: the batch path the product runs).
+        ``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
+        return self.probe_many([fp], [order], None if tables is None else [tables], insert, [fp_bytes])[0]
 
     def probe_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order],
                    tables: Sequence[Collection[int] | None] | None = None, insert: bool = True,
                    fp_bytes: Sequence[bytes | None] | None = None) -> list[list[Match]]:
-        """``probe`` of each document in order, in one batch call of the index
-        (``BlockIndex.query_insert_many``): the same matches and the same index as that loop, each
-        document seeing the ones before it in the batch (with ``insert``). ``tables[i]`` restricts
-        document i as ``probe``'s ``tables`` does; ``fp_bytes[i]``: ``fps[i].to_bytes()`` when the
-        caller has it. Empty fingerprints get no match and are not indexed, as in ``probe``."""
+        """Each document's verified matches, in one batch call of the index
+        (``BlockIndex.query_insert_many``): what probing them one by one in order gives, each
+        document seeing the ones before it in the batch (with ``insert``). ``tables[i]``: the index
+        tables document i is probed in (the service's partitions; None: all); ``fp_bytes[i]``:
+        ``fps[i].to_bytes()`` when the caller has it. Empty fingerprints get no match and are not indexed."""
         if not len(fps) == len(orders) == (len(fps) if tables is None else len(tables)):
             raise ValueError(f"{len(fps)} fingerprints, {len(orders)} orders"
                              + ("" if tables is None else f", {len(tables)} table sets"))
         for fp, order in zip(fps, orders, strict=True):
-            if order[1] != fp.doc_id and not fp.empty:  # as probe, which returns for an empty one first
+            if order[1] != fp.doc_id and not fp.empty:  # an empty one is not indexed: its id is not used
                 raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
         live = [i for i, fp in enumerate(fps) if not fp.empty]
         docs = [fps[i] for i in live]
@@ -142,13 +137,14 @@ class Detector:
         out: list[list[Match]] = [[] for _ in fps]
         for i, fp, found in zip(live, docs, hits, strict=True):
             if found:
-                out[i] = self._verified(fp, orders[i], found, batch_fps)
+                out[i] = self.verify(fp, orders[i], found, batch_fps)
         return out
 
-    def _verified(self, fp: Fingerprint, order: Order, hits: Iterable[IndexHit],
-                  known: dict[int, Fingerprint]) -> list[Match]:
-        """The hits that pass verification (``relation``) and the retention rule, as ``probe`` finds
-        them; ``known``: fingerprints by the id of their payload object, not decoded again."""
+    def verify(self, fp: Fingerprint, order: Order, hits: Iterable[IndexHit],
+               known: dict[int, Fingerprint] | None = None) -> list[Match]:
+        """The index hits of ``fp`` that pass verification (``relation``) and the retention rule, as
+        matches; ``known``: fingerprints by the id of their payload object, not decoded again."""
+        known = known or {}
         matches = []
         seen = 0
         retention = self.retention
