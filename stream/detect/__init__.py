@@ -12,7 +12,7 @@ from stream.exports import lazy_exports
 
 if TYPE_CHECKING:
     from stream.detect.detector import Detector, fingerprint_of
-    from stream.detect.settings import MatchSettings, differences
+    from stream.detect.match_settings import MatchSettings, differences
     from stream.detect.verdict import (
         MAX_MATCHES,
         Match,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 _MODULE_OF = {
     **dict.fromkeys(["Detector", "fingerprint_of"], "detector"),
-    **dict.fromkeys(["MatchSettings", "differences"], "settings"),
+    **dict.fromkeys(["MatchSettings", "differences"], "match_settings"),
     **dict.fromkeys(["MAX_MATCHES", "Match", "MatchSummary", "Order", "Verdict", "build_verdict", "later_matches"],
                     "verdict"),
     "warm_up": "warm",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
-from stream.detect.settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
+from stream.detect.match_settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.scores import Overlap, overlap

@@ -9,9 +9,9 @@ runs), ``document/`` (one document at a time: deletes, expiry, the reference), a
 from stream.index.batch.data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
+from stream.index.rare_kernels import compile_rare_kernels
 from stream.index.records import DERIVED_NAMESPACES, IndexHit, rebuild_derived_keys
 from stream.index.simhash.stats import IndexStats
-from stream.index.warm import compile_rare_kernels
 
 __all__ = [
     "DERIVED_NAMESPACES",

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from stream.text.segment import ALNUM, code_points, decode_code_points, is_space
-from stream.text.tables import cached_arrays
+from stream.text.table_cache import cached_arrays
 
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 TABLE_LIMIT = 0x30000  # above: every character is its own NFKC and casefold (a test checks)
@@ -78,7 +78,7 @@ def normalize_reference(text: str) -> str:
 def code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(NFKC, casefold, pool) per code point below TABLE_LIMIT: the one character it maps to, or
     _POOL + where its characters are in ``pool``; built from this Python's unicodedata once (~100 ms),
-    then loaded from disk (``stream.text.tables``)."""
+    then loaded from disk (``stream.text.table_cache``)."""
     nfkc, fold, pool = cached_arrays("normalize-v1", _build_code_point_tables)
     return nfkc, fold, pool
 

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
-from stream.text.tables import cached_arrays
+from stream.text.table_cache import cached_arrays
 
 log = logging.getLogger("dedup.text")
 
@@ -53,7 +53,7 @@ _WORD_CHAR, _HAN_CHAR, _DIGIT, ALNUM = 1, 2, 4, 8  # ALNUM: str.isalnum, Han inc
 @cache
 def char_classes() -> np.ndarray:
     """Class bits per code point: word character outside Han ([^\\W_]), Han, decimal digit (\\d), alphanumeric;
-    built once (~80 ms), then loaded from disk (``stream.text.tables``)."""
+    built once (~80 ms), then loaded from disk (``stream.text.table_cache``)."""
     return cached_arrays("classes-v2", _build_char_classes)[0]
 
 

@@ -1,5 +1,5 @@
 """`dedup scan --state` killed with SIGKILL mid-run: scanning the same input again gives the verdicts of
-a run that never crashed. The state's index is written without RocksDB's write-ahead log (stream/batch/state.py),
+a run that never crashed. The state's index is written without RocksDB's write-ahead log (stream/batch/scan_state.py),
 so the kill loses its unflushed writes while ``ids/`` keeps its own: the rerun must mend both."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from stream.detect import MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
-from stream.service.stages.records import Hops
+from stream.service.stages.stage_values import Hops
 from stream.storage import MemoryStore
 
 PARTITIONS, INDEX_PARTITIONS = 4, 3  # gather and index partitions: different, so nothing may mix them up

@@ -42,7 +42,7 @@ def start_workers(n: int, env: dict[str, str], root: Path) -> list[subprocess.Po
 def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, keep_running: bool = False) -> int:
     from rich.console import Console
 
-    from stream.service.runtime.worker import apply_topology
+    from stream.service.runtime.worker_process import apply_topology
 
     console = Console(soft_wrap=True)  # piped output: one verdict a line, never wrapped
     lines = sample_lines(data)

@@ -20,8 +20,8 @@ from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Header, ProbeItem, Version, version_of
 from stream.service.stages.output import Output
-from stream.service.stages.records import Hops, InputRecord, Topics
 from stream.service.stages.routing import tables_by_partition
+from stream.service.stages.stage_values import Hops, InputRecord, Topics
 
 log = logging.getLogger("dedup.documents")
 

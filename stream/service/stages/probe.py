@@ -29,8 +29,8 @@ from stream.service.stages.messages import (
     version_from_json,
 )
 from stream.service.stages.output import Output
-from stream.service.stages.records import Topics
 from stream.service.stages.routing import doc_partition
+from stream.service.stages.stage_values import Topics
 from stream.storage import BufferedStore, KVStore
 
 CHECKPOINT_SECONDS = 5.0
