@@ -11,7 +11,7 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from stream.detect import MatchSettings
+from stream.detect import DecodedFingerprints, MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
@@ -52,8 +52,10 @@ def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = Tru
             ) -> Pipeline:
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
-    return Pipeline(DocumentStage(CONFIG, MATCHING, topics, out),  # type: ignore[arg-type]
-                    ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out, verify_once=verify_once),  # type: ignore[arg-type]
+    decoded = DecodedFingerprints()  # as the worker's app: one, shared by both stages
+    return Pipeline(DocumentStage(CONFIG, MATCHING, topics, out, decoded),  # type: ignore[arg-type]
+                    ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out, verify_once=verify_once,  # type: ignore[arg-type]
+                               decoded=decoded),
                     GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
                     out, topics, owned=lambda: owned)  # type: ignore[arg-type]
 
@@ -148,16 +150,21 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
     docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
-    hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out).handle(  # type: ignore[arg-type]
+    decoded = DecodedFingerprints()
+    hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out, decoded).handle(  # type: ignore[arg-type]
         [InputRecord(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
     assert not hops.gather  # no separate header entries
+    # each fingerprint the document stage serialized is in the cache the probe stage decodes through
+    sent = [it.fp for its in hops.probes.values() for it in its if it.fp]
+    assert sent and all(raw in decoded for raw in sent)
     for doc in ("a", "b", "e"):
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
         carriers = [p for p, it in items if it.header is not None]
         assert sorted(p for p, _ in items) == list(range(INDEX_PARTITIONS))
         assert carriers == [min([p for p, it in items if it.tables], default=0)]
-    answers = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
-        list(hops.probes.items()))
+    probes = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out, decoded=decoded)  # type: ignore[arg-type]
+    answers = probes.handle_batch(list(hops.probes.items()))
+    assert all(probes.detector(p).decoded is decoded for p in range(INDEX_PARTITIONS))
     gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
     for p, entries in answers.items():
         gather.handle(p, entries)
