@@ -216,7 +216,7 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
            "DEDUP_INDEX_PARTITIONS": str(index_partitions),
            "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_DOCUMENTS_TOPIC": f"documents-{tag}",
            "DEDUP_VERDICTS_TOPIC": f"verdicts-{tag}", "DEDUP_DLQ_TOPIC": f"dlq-{tag}", "DEDUP_LOG_LEVEL": "info"}
-    from stream.service.runtime.worker import apply_topology
+    from stream.service.runtime.worker_process import apply_topology
     from stream.service.settings import load_settings
 
     apply_topology(load_settings(env=env), lambda _m: None)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.index_runs import WARM_UP, run_peer, scratch_dir
-from stream.batch.state import state_index
+from stream.batch.scan_state import state_index
 from stream.detect import Detector, warm_up
 from stream.fingerprint import Fingerprint
 from stream.fingerprint.schema import FingerprintConfig

@@ -32,7 +32,7 @@ import click
 from benchmarks.common import machine, pyplot, save_json, stamp
 from benchmarks.corpus_zh import default_corpus
 from benchmarks.track_edits import edit_variant
-from stream.detect import MatchSettings
+from stream.detect import DecodedFingerprints, MatchSettings
 from stream.fingerprint import FingerprintConfig
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, dumps, entry_from_json, loads
@@ -147,8 +147,9 @@ def simulate(runs: list[list[InputRecord]], partitions: int) -> tuple[Layout, di
     out = Verdicts()
     index: defaultdict[int, CountingStore] = defaultdict(CountingStore)
     gathered: defaultdict[int, CountingStore] = defaultdict(CountingStore)
-    documents = DocumentStage(config, matching, topics, out)  # type: ignore[arg-type]
-    probes = ProbeStage(config, matching, topics, index.__getitem__, out)  # type: ignore[arg-type]
+    decoded = DecodedFingerprints()  # shared by the two stages, as the worker's app does
+    documents = DocumentStage(config, matching, topics, out, decoded)  # type: ignore[arg-type]
+    probes = ProbeStage(config, matching, topics, index.__getitem__, out, decoded=decoded)  # type: ignore[arg-type]
     gather = GatherStage(topics, out, gathered.__getitem__)  # type: ignore[arg-type]
     cpu: defaultdict[str, float] = defaultdict(float)
     per_partition = [0.0] * partitions

@@ -56,8 +56,8 @@ def synthetic_state(n: int, seed: int = 7) -> tuple[Any, list[list[tuple[bytes, 
 
 def build_old(settings: Any, n: int) -> float:
     """The old deployment's topics and changelogs; returns the seconds it took."""
-    from stream.service.repartition import BLOCKS, GATHER, _Writer
-    from stream.service.runtime.worker import apply_topology
+    from stream.service.changelog_copy import BLOCKS, GATHER, _Writer
+    from stream.service.runtime.worker_process import apply_topology
     from stream.service.stages.rekey import block_partitions, gather_partitions
 
     t0 = time.perf_counter()
@@ -80,7 +80,7 @@ def build_old(settings: Any, n: int) -> float:
 @click.option("--out", default=DEFAULT_OUT, help="Directory for repartition.json and .png.")
 def command(sizes: str, old_count: int, new_count: int, out: str) -> None:
     """Time `dedup repartition` (index partitions OLD -> NEW) on deployments of each size."""
-    from stream.service.repartition import repartition
+    from stream.service.changelog_copy import repartition
     from stream.service.runtime.embedded import EmbeddedBroker
 
     rows: list[dict[str, Any]] = []

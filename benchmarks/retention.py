@@ -139,7 +139,7 @@ def scan_run(docs: list[dict[str, Any]], retention: float | None, state: Path, e
              ) -> dict[str, Any]:
     """The stream through ``dedup scan``'s core on a state directory, sampled every ``every`` documents."""
     from stream.batch.scan import scan_stream
-    from stream.batch.state import open_state
+    from stream.batch.scan_state import open_state
     from stream.detect import MatchSettings
     from stream.fingerprint import FingerprintConfig
 

@@ -85,7 +85,7 @@ def test_every_cited_repository_file_exists() -> None:
     ("index/state.py", "stream/service/settings.py", True),  # from a parent folder
     ("insert.py", "stream/index/state.py", False),
     ("faust/tables/recovery.py", "stream/service/runtime/recovery.py", None),  # a library's source
-    ("meta.json", "stream/batch/state.py", None),  # a file of a state dir, not of the repository
+    ("meta.json", "stream/batch/scan_state.py", None),  # a file of a state dir, not of the repository
     ("../corpora/tools/truth.py", "benchmarks/accuracy.py", None),
 ])
 def test_a_citation_is_looked_up_where_it_points(citation: str, citing: str, expected: bool | None) -> None:

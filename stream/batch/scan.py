@@ -26,7 +26,7 @@ from typing import IO, Any
 import click
 
 from stream.batch.known import Placed
-from stream.batch.state import ScanState, open_state
+from stream.batch.scan_state import ScanState, open_state
 from stream.detect import MAX_MATCHES, build_verdict
 from stream.errors import EXIT_REJECTED, DocumentError
 from stream.fingerprint import Fingerprint, parse_document

@@ -3,7 +3,7 @@
 
 model.py      ConsoleState: verdicts, tombstones and dead letters -> the figures a person watches
 diff.py       two texts -> shared and differing passages (difflib)
-documents.py  DocumentReader: the document at a position of the documents topic; VerdictIndex
+document_reader.py  DocumentReader: the document at a position of the documents topic; VerdictIndex
 feed.py       Feed: a thread that tails the verdict and dead-letter topics into a ConsoleState
 web.py        the aiohttp application: the page (static/, uPlot vendored) and its JSON API
 command.py    the ``console``, ``show`` and ``diff`` commands

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from stream.console.diff import EQUAL, TextDiff, diff_texts
-from stream.console.documents import DocumentReader, Shown, where
+from stream.console.document_reader import DocumentReader, Shown, where
 from stream.console.feed import Feed, read_verdicts
 from stream.console.model import ConsoleState
 from stream.errors import UsageError

@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from stream.console.diff import diff_texts
-from stream.console.documents import DocumentReader
+from stream.console.document_reader import DocumentReader
 from stream.console.model import ConsoleState
 from stream.errors import DedupError
 

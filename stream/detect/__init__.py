@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from stream.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from stream.detect.detector import Detector, fingerprint_of
-    from stream.detect.settings import MatchSettings, differences
+    from stream.detect.detector import DecodedFingerprints, Detector
+    from stream.detect.match_settings import MatchSettings, differences
     from stream.detect.verdict import (
         MAX_MATCHES,
         Match,
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from stream.detect.warm import warm_up
 
 _MODULE_OF = {
-    **dict.fromkeys(["Detector", "fingerprint_of"], "detector"),
-    **dict.fromkeys(["MatchSettings", "differences"], "settings"),
+    **dict.fromkeys(["DecodedFingerprints", "Detector"], "detector"),
+    **dict.fromkeys(["MatchSettings", "differences"], "match_settings"),
     **dict.fromkeys(["MAX_MATCHES", "Match", "MatchSummary", "Order", "Verdict", "build_verdict", "later_matches"],
                     "verdict"),
     "warm_up": "warm",
@@ -35,6 +35,7 @@ __getattr__ = lazy_exports(__name__, _MODULE_OF)
 
 __all__ = [
     "MAX_MATCHES",
+    "DecodedFingerprints",
     "Detector",
     "Match",
     "MatchSettings",
@@ -43,7 +44,6 @@ __all__ = [
     "Verdict",
     "build_verdict",
     "differences",
-    "fingerprint_of",
     "later_matches",
     "warm_up",
 ]

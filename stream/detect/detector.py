@@ -1,8 +1,10 @@
 """Detector: probe the block table, verify every candidate against its stored sketch, insert.
 
-``probe`` is partition-local (the streaming service calls it once per Kafka partition that owns
-some of the document's block keys, with ``tables`` naming them); ``probe_many`` is the same over a
-batch of documents in one index call (``dedup scan`` probes its input in chunks with all tables).
+``probe_many`` probes a batch of documents in one index call, each seeing the ones before it:
+``dedup scan`` probes its input in chunks with all tables, the streaming service each Kafka
+partition's run with ``tables`` naming the block keys that partition owns. ``probe`` is the same
+for one document; tests/reference/probe_loop.py writes the loop out over the index's one-document
+path, and the tests compare the two.
 Each indexed document's serialized Fingerprint (with its sketch) is the payload of its index record,
 so the query that finds a candidate also returns what verifies it. It is stored without its LSH
 bands (``without_bands``): the record holds them already, and they were 40% of the bytes written.
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
-from stream.detect.settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
+from stream.detect.match_settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.scores import Overlap, overlap
@@ -40,9 +42,9 @@ class DecodedFingerprints:
     replaced document has other bytes, so it is never served stale. The service decodes the
     documents it probes through the same cache (one document's probe reaches several partitions of
     a worker), and the worker that fingerprinted a document ``remember``s it, so its own partitions
-    never decode it. (Stored payloads lack the bands, so a probed document is decoded again, once,
-    when it is a later batch's candidate: ~55 us per such document, against 384 bytes fewer in
-    every write.)
+    never decode it: the worker's app makes one and hands it to its stages and their detectors.
+    (Stored payloads lack the bands, so a probed document is decoded again, once, when it is a later
+    batch's candidate: ~55 us per such document, against 384 bytes fewer in every write.)
     """
 
     def __init__(self, size: int = 4096) -> None:
@@ -58,14 +60,15 @@ class DecodedFingerprints:
             self._decoded.move_to_end(raw)
         return fp
 
+    def __contains__(self, raw: bytes) -> bool:
+        return raw in self._decoded
+
     def remember(self, raw: bytes, fp: Fingerprint) -> None:
         """``fp`` is what ``raw`` decodes to (``raw = fp.to_bytes()``)."""
         self._decoded[raw] = fp
         if len(self._decoded) > self.size:
             self._decoded.popitem(last=False)
 
-
-fingerprint_of = DecodedFingerprints()
 
 
 class Detector:
@@ -78,8 +81,12 @@ class Detector:
     def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False,
                  containment_threshold: float = CONTAINMENT_THRESHOLD,
                  containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES, retention: float | None = None,
-                 containment_margin: float = CONTAINMENT_MARGIN) -> None:
+                 containment_margin: float = CONTAINMENT_MARGIN, decoded: DecodedFingerprints | None = None
+                 ) -> None:
+        """``decoded``: the cache stored fingerprints are decoded through (a caller that decodes or
+        serializes the same fingerprints elsewhere shares its own; None: one of this detector's)."""
         self.index = index
+        self.decoded = decoded if decoded is not None else DecodedFingerprints()
         # retention: two documents match only when their event times are at most this far apart
         # (seconds; None: no limit). A rule on the pair, so it holds whatever the arrival order.
         self.retention = retention
@@ -97,30 +104,23 @@ class Detector:
 
     def probe(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
               insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
-        """``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
-        if fp.empty:
-            return []
-        if order[1] != fp.doc_id:
-            raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
-        bands = tuple(fp.bands)  # one tuple for query and insert: the index converts it once
-        matches = self._verified(fp, order, self.index.query(fp.simhash, bands, tables=tables, once=self.once), {})
-        if insert:
-            self.insert(fp, order, tables, fp_bytes)
-        return matches
+        """``probe_many`` of one document (one implementation: the batch path the product runs).
+        ``fp_bytes``: ``fp.to_bytes()`` when the caller already has it (a probe message carries it)."""
+        return self.probe_many([fp], [order], None if tables is None else [tables], insert, [fp_bytes])[0]
 
     def probe_many(self, fps: Sequence[Fingerprint], orders: Sequence[Order],
                    tables: Sequence[Collection[int] | None] | None = None, insert: bool = True,
                    fp_bytes: Sequence[bytes | None] | None = None) -> list[list[Match]]:
-        """``probe`` of each document in order, in one batch call of the index
-        (``BlockIndex.query_insert_many``): the same matches and the same index as that loop, each
-        document seeing the ones before it in the batch (with ``insert``). ``tables[i]`` restricts
-        document i as ``probe``'s ``tables`` does; ``fp_bytes[i]``: ``fps[i].to_bytes()`` when the
-        caller has it. Empty fingerprints get no match and are not indexed, as in ``probe``."""
+        """Each document's verified matches, in one batch call of the index
+        (``BlockIndex.query_insert_many``): what probing them one by one in order gives, each
+        document seeing the ones before it in the batch (with ``insert``). ``tables[i]``: the index
+        tables document i is probed in (the service's partitions; None: all); ``fp_bytes[i]``:
+        ``fps[i].to_bytes()`` when the caller has it. Empty fingerprints get no match and are not indexed."""
         if not len(fps) == len(orders) == (len(fps) if tables is None else len(tables)):
             raise ValueError(f"{len(fps)} fingerprints, {len(orders)} orders"
                              + ("" if tables is None else f", {len(tables)} table sets"))
         for fp, order in zip(fps, orders, strict=True):
-            if order[1] != fp.doc_id and not fp.empty:  # as probe, which returns for an empty one first
+            if order[1] != fp.doc_id and not fp.empty:  # an empty one is not indexed: its id is not used
                 raise ValueError(f"order {order!r} does not name document {fp.doc_id!r}")
         live = [i for i, fp in enumerate(fps) if not fp.empty]
         docs = [fps[i] for i in live]
@@ -142,13 +142,14 @@ class Detector:
         out: list[list[Match]] = [[] for _ in fps]
         for i, fp, found in zip(live, docs, hits, strict=True):
             if found:
-                out[i] = self._verified(fp, orders[i], found, batch_fps)
+                out[i] = self.verify(fp, orders[i], found, batch_fps)
         return out
 
-    def _verified(self, fp: Fingerprint, order: Order, hits: Iterable[IndexHit],
-                  known: dict[int, Fingerprint]) -> list[Match]:
-        """The hits that pass verification (``relation``) and the retention rule, as ``probe`` finds
-        them; ``known``: fingerprints by the id of their payload object, not decoded again."""
+    def verify(self, fp: Fingerprint, order: Order, hits: Iterable[IndexHit],
+               known: dict[int, Fingerprint] | None = None) -> list[Match]:
+        """The index hits of ``fp`` that pass verification (``relation``) and the retention rule, as
+        matches; ``known``: fingerprints by the id of their payload object, not decoded again."""
+        known = known or {}
         matches = []
         seen = 0
         retention = self.retention
@@ -158,7 +159,7 @@ class Detector:
             if retention is not None and abs(hit.ts - order[0]) > retention:
                 continue
             seen += 1
-            other = known.get(id(hit.payload)) or fingerprint_of(hit.payload)
+            other = known.get(id(hit.payload)) or self.decoded(hit.payload)
             ov = overlap(fp, other, fp.spec, self.mu)
             kind = relation(ov, self.threshold, self.containment_threshold, self.containment_min_shingles,
                             self.containment_margin)

@@ -39,7 +39,7 @@ class Match:
     distance: int  # SimHash Hamming distance
     similarity: float  # verified score (see stream.fingerprint.scores)
     order: Order
-    exact: bool = False  # same normalized content (stream.text.normal_form.exact_form)
+    exact: bool = False  # same normalized content (stream.text.normal_form.exact_form_into)
     simhash: int = 0  # the matched document's SimHash: names the version of it that matched
     containment: float = 0.0  # share of the shorter document's shingles found in the longer one
     relation: str = SIMILAR  # SIMILAR: similarity >= threshold; CONTAINED: below it, containment above its own

@@ -20,7 +20,9 @@ def warm_up(detector: Detector, fp: Fingerprint) -> None:
     copies = [replace(fp, doc_id=f"warm-up-{n}") for n in range(4)]
     orders = [(float(n), copy.doc_id) for n, copy in enumerate(copies)]
     detector.probe_many(copies[:2], orders[:2])
-    detector.probe(copies[2], orders[2])
+    # the one-document path, which the batch path hands some documents to
+    detector.index.query(copies[2].simhash, tuple(copies[2].bands))
+    detector.insert(copies[2], orders[2])
     detector.probe_many(copies[3:], orders[3:])
     detector.forget(copies[0].doc_id)
     compile_rare_kernels()

@@ -155,7 +155,8 @@ def _content_hash(codes: np.ndarray, classes: np.ndarray) -> tuple[np.uint64, np
 
 
 def content_hash(codes: np.ndarray) -> bytes:
-    """``mmh3.hash_bytes(exact_form(text).encode())`` for ``codes = code_points(text)`` of normalized text."""
+    """mmh3 x64 128 of the UTF-8 of the exact form (``exact_form_into``) of a normalized text, given as
+    ``codes = code_points(text)``."""
     h1, h2 = _content_hash(codes, char_classes())
     return int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little")
 

@@ -9,6 +9,7 @@ runs), ``document/`` (one document at a time: deletes, expiry, the reference), a
 from stream.index.batch.data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
+from stream.index.rare_kernels import compile_rare_kernels
 from stream.index.records import (
     CONFIG_KEY,
     DERIVED_NAMESPACES,
@@ -19,7 +20,6 @@ from stream.index.records import (
     rebuild_derived_keys,
 )
 from stream.index.simhash.stats import IndexStats
-from stream.index.warm import compile_rare_kernels
 
 __all__ = [
     "CONFIG_KEY",

@@ -10,7 +10,7 @@ trie is built: the tokens are jieba's (tests/text/test_dictionary.py; docs/text.
 
 Why: a document's Han text is segmented inside the compiled per-document pass
 (``stream.fingerprint.words``) without a Python string per token, and no dictionary is loaded from
-text at start: the arrays are built once (~2 s) and then loaded from disk (``stream.text.tables``).
+text at start: the arrays are built once (~2 s) and then loaded from disk (``stream.text.table_cache``).
 Each node also carries the 64-bit mmh3 hash of its string and whether it has a letter or digit, so
 the features of dictionary words need no hashing per document.
 """
@@ -26,7 +26,7 @@ import mmh3
 import numpy as np
 from numba import njit
 
-from stream.text.tables import cached_arrays
+from stream.text.table_cache import cached_arrays
 
 _BITS = 21  # a code point and a node id each fit: an entry is (parent << 42) | (char << 21) | child
 _LOW = np.uint64((1 << _BITS) - 1)

@@ -22,7 +22,6 @@ reference path.
 
 from __future__ import annotations
 
-import itertools
 import re
 import unicodedata
 from functools import cache
@@ -31,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from stream.text.segment import ALNUM, code_points, decode_code_points, is_space
-from stream.text.tables import cached_arrays
+from stream.text.table_cache import cached_arrays
 
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 TABLE_LIMIT = 0x30000  # above: every character is its own NFKC and casefold (a test checks)
@@ -44,46 +43,13 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
-def _spaced(char: str) -> bool:
-    """A character between which and another such a space separates words: letters and digits of
-    the scripts that write spaces (below the CJK blocks at U+2E80)."""
-    return char.isalnum() and char < "\u2e80"
-
-
-def exact_form_reference(normalized: str) -> str:
-    """``exact_form`` written out: a loop over the space-separated pieces."""
-    pieces = normalized.split(" ")
-    out = [pieces[0]]
-    for before, piece in itertools.pairwise(pieces):
-        if before and piece and _spaced(before[-1]) and _spaced(piece[0]):
-            out.append(" ")
-        out.append(piece)
-    return "".join(out)
-
-
-# ``_spaced`` as a regex class: ``\w`` is ``str.isalnum()`` plus "_" (a test checks every code point)
-_SPACED = "[^\\W_\u2e80-\U0010ffff]"
-_WORD_SPACE = re.compile(f" (?<={_SPACED} )(?={_SPACED})")  # a space that separates two words
-_MARK = "\x00"
-
-
-def exact_form(normalized: str) -> str:
-    """What "the same content" compares: ``normalized`` text without the spaces that separate no
-    words (a space stays only between two letters or digits of a spaced script). Two texts that
-    differ only by line breaks inside Chinese text, or around punctuation, have the same exact form,
-    as they have the same shingles. Word spaces are marked, every other space dropped: 22 us per 3 KB
-    document (zh3k) against 54-69 for ``exact_form_reference``."""
-    if " " not in normalized:
-        return normalized
-    if _MARK in normalized:
-        return exact_form_reference(normalized)
-    return _WORD_SPACE.sub(_MARK, normalized).replace(" ", "").replace(_MARK, " ")
-
-
 @njit(cache=True)
 def exact_form_into(codes: np.ndarray, classes: np.ndarray, out: np.ndarray) -> int:
-    """``exact_form`` on code points (``segment.char_classes()``), into ``out``; returns the length: a
-    space stays only between two characters that ``_spaced`` accepts (alphanumeric, below U+2E80)."""
+    """What "the same content" compares, on the code points of a normalized text (classes from
+    ``segment.char_classes()``), into ``out``; returns the length. A space stays only between two
+    letters or digits of a spaced script (alphanumeric, below the CJK blocks at U+2E80): two texts that
+    differ only by line breaks inside Chinese text, or around punctuation, have the same exact form, as
+    they have the same shingles. tests/reference/exact_form.py writes the rule out."""
     n, last = 0, len(codes) - 1
     for i in range(len(codes)):
         c = codes[i]
@@ -112,7 +78,7 @@ def normalize_reference(text: str) -> str:
 def code_point_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(NFKC, casefold, pool) per code point below TABLE_LIMIT: the one character it maps to, or
     _POOL + where its characters are in ``pool``; built from this Python's unicodedata once (~100 ms),
-    then loaded from disk (``stream.text.tables``)."""
+    then loaded from disk (``stream.text.table_cache``)."""
     nfkc, fold, pool = cached_arrays("normalize-v1", _build_code_point_tables)
     return nfkc, fold, pool
 

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
-from stream.text.tables import cached_arrays
+from stream.text.table_cache import cached_arrays
 
 log = logging.getLogger("dedup.text")
 
@@ -46,18 +46,14 @@ SEGMENTATION_SETTINGS = "jieba-precise;hmm=off;dict=jieba-default;han-runs+regex
 
 # Han: CJK unified ideographs with extensions A-F, compatibility ideographs
 _HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
-_HAN = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN_RANGES)
-# The rule as a regex (the specification; tests/text/test_segment.py checks split_runs against it):
-# group 1: a Han run; group 2: a word of any other script (letters/digits, "_" excluded) with
-# trailing ".digits" groups so "3.11" and "python3.11" stay one token.
-TOKEN_RE = re.compile(rf"([{_HAN}]+)|((?:[^\W_{_HAN}])+(?:\.\d+)*)")
+# The rule as a regex is tests/reference/token_rule.py (tests/text/test_segment.py checks split_runs against it)
 _WORD_CHAR, _HAN_CHAR, _DIGIT, ALNUM = 1, 2, 4, 8  # ALNUM: str.isalnum, Han included
 
 
 @cache
 def char_classes() -> np.ndarray:
     """Class bits per code point: word character outside Han ([^\\W_]), Han, decimal digit (\\d), alphanumeric;
-    built once (~80 ms), then loaded from disk (``stream.text.tables``)."""
+    built once (~80 ms), then loaded from disk (``stream.text.table_cache``)."""
     return cached_arrays("classes-v2", _build_char_classes)[0]
 
 
@@ -173,7 +169,7 @@ def _spans(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def split_runs(text: str) -> tuple[list[str], list[bool]]:
-    """The text's Han runs and other words in order, with a Han flag each (what TOKEN_RE finds).
+    """The text's Han runs and other words in order, with a Han flag each (the module's rule).
 
     Compiled: the regex took 60-110 us per 3 KB document, as much as rjieba's segmentation itself.
     """

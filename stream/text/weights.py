@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from stream.text.idf import IdfTable, jieba_idf
 from stream.text.stopwords import STOPWORDS
@@ -218,11 +218,3 @@ def weigh(
         return pos_weighted_weights(kept, table, title, tags)
     raise ValueError(f"unknown weighting {scheme!r}; choose one of {WEIGHTINGS}")
 
-
-SCHEME_FUNCTIONS: dict[str, Callable[..., dict[str, float]]] = {
-    "binary": binary_weights,
-    "tf": tf_weights,
-    "tfidf": tfidf_weights,
-    "tfidf_len": tfidf_len_weights,
-    "pos_weighted": pos_weighted_weights,
-}

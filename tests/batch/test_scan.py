@@ -170,7 +170,7 @@ def test_chunks_judge_as_the_document_by_document_loop(retention: float | None) 
     import random
 
     from stream.batch.scan import iter_lines, scan_stream
-    from stream.batch.state import open_state
+    from stream.batch.scan_state import open_state
     from stream.detect import MatchSettings
     from stream.fingerprint import FingerprintConfig
 

@@ -8,6 +8,7 @@ from importlib.resources import files
 from stream.detect import Detector
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex
+from tests.reference.probe_loop import probe_one
 
 POEM = "床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。白日依山盡，黃河入海流。欲窮千里目，更上一層樓。"
 OTHER = "春眠不覺曉，處處聞啼鳥。夜來風雨聲，花落知多少。千山鳥飛絕，萬徑人蹤滅。孤舟蓑笠翁，獨釣寒江雪。"
@@ -81,8 +82,9 @@ def test_expire_deletes_only_entries_too_old_to_match_anything() -> None:
 def test_probe_many_equals_the_probe_loop() -> None:
     """Real fingerprints (the bundled Tang sample, with its near-duplicate pairs, plus exact copies,
     an empty document and redeliveries inside one batch): ``probe_many`` in chunks gives the matches
-    of the ``probe`` loop, with all tables and with each document's tables cut into two groups
-    (the service's partitions, ``once``), and leaves an index that answers the same."""
+    of the one-document loop (tests/reference/probe_loop.py), with all tables and with each
+    document's tables cut into two groups (the service's partitions, ``once``), and leaves an index
+    that answers the same."""
     fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
     lines = (files("stream") / "data" / "demo" / "tang_demo.jsonl").read_text(encoding="utf-8").splitlines()
     fps = [fingerprinter.fingerprint(parse_document(line)) for line in lines[:240]]
@@ -98,9 +100,10 @@ def test_probe_many_equals_the_probe_loop() -> None:
             chunk = fps[start : start + 64]
             orders = [(float(start + i), fp.doc_id) for i, fp in enumerate(chunk)]
             for tables in groups or [None]:
-                expected = [loop.probe(fp, order, tables) for fp, order in zip(chunk, orders, strict=True)]
+                expected = [probe_one(loop, fp, order, tables) for fp, order in zip(chunk, orders, strict=True)]
                 got = batch.probe_many(chunk, orders, None if tables is None else [tables] * len(chunk))
                 assert got == expected
         assert (batch.candidates, batch.verified) == (loop.candidates, loop.verified) and loop.verified > 20
         for fp in fps[:50]:
-            assert batch.probe(fp, (0.0, fp.doc_id), insert=False) == loop.probe(fp, (0.0, fp.doc_id), insert=False)
+            order = (0.0, fp.doc_id)
+            assert batch.probe(fp, order, insert=False) == probe_one(loop, fp, order, insert=False)

@@ -12,8 +12,8 @@ from stream.fingerprint.fused import content_hash, prefix_bands, shingle_parts, 
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SketchSpec, make_sketch
-from stream.text.normal_form import exact_form
 from stream.text.segment import code_points, is_space
+from tests.reference.exact_form import exact_form
 
 # CJK, Latin words, digits, punctuation and every kind of whitespace, so both shingle units,
 # the exact and the b-bit sketch, and the space removal are exercised
@@ -102,7 +102,7 @@ def test_count_simhash_equals_word_features() -> None:
 @given(st.text(alphabet=st.sampled_from(list("ab1 中文字 .,é\u00df\u2e80\u2e7f\x00\n")), max_size=500))
 def test_content_hash_and_prefix_bands_equal_the_separate_functions(text: str) -> None:
     codes = code_points(text)
-    assert content_hash(codes) == mmh3.hash_bytes(exact_form(text).encode())
+    assert content_hash(codes) == mmh3.hash_bytes(exact_form(text).encode())  # the rule written out
     head = text[:400]
     assert prefix_bands(codes[:400], head) == lsh_bands(shingle_hashes(head), 8, 5)
 

@@ -138,7 +138,7 @@ class Deployment:
         return worker
 
     def apply_topology(self) -> None:
-        from stream.service.runtime.worker import apply_topology
+        from stream.service.runtime.worker_process import apply_topology
         from stream.service.settings import load_settings
 
         apply_topology(load_settings(env=self.env()), lambda _m: None)

@@ -62,7 +62,7 @@ def contents(index: BlockIndex) -> dict[bytes, bytes]:
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS, size=st.sampled_from([1, 7, 64]))
 def test_query_insert_many_equals_the_loop(seed: int, k: int, skew: str, size: int) -> None:
-    docs = make_set(seed, k, 300, skew)
+    docs = make_set(seed, k, 150, skew)  # splits are forced small (FORCED): 150 documents split deep
     rng = random.Random(seed)
     ts = {doc: float(rng.randrange(50)) for doc in docs}
     loop, batch = BlockIndex(k=k, **FORCED), BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
@@ -82,7 +82,7 @@ def test_query_insert_many_equals_the_loop(seed: int, k: int, skew: str, size: i
 def test_without_splits_the_store_holds_the_same_keys(seed: int, size: int) -> None:
     """The batch path writes byte for byte what the loop writes (the same handles, records, expiry and
     doc-id keys, entries), and the statistics agree."""
-    docs = make_set(seed, 3, 500, "uniform")
+    docs = make_set(seed, 3, 250, "uniform")
     rng = random.Random(seed)
     ts = {doc: rng.choice([0.0, -0.0, -1.5, 3.25, 1e12, float(rng.randrange(100))]) for doc in docs}
     loop, batch = BlockIndex(k=3), BlockIndex(k=3)

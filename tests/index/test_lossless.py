@@ -39,7 +39,7 @@ def check(index: BlockIndex, docs: dict[str, int], k: int, rng: random.Random, q
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**32), k=st.sampled_from([2, 3, 5]), skew=SKEWS)
 def test_query_equals_brute_force_with_splits(seed: int, k: int, skew: str) -> None:
-    docs = make_set(seed, k, 400, skew)
+    docs = make_set(seed, k, 200, skew)  # splits are forced small (FORCED): 200 documents split deep
     rng = random.Random(seed + 1)
     plain = BlockIndex(k=k, resplit=False)
     split = BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
@@ -59,7 +59,7 @@ def test_once_reports_each_neighbour_from_exactly_one_group_of_tables(seed: int,
                                                                        groups: int) -> None:
     """query(once=True) over disjoint groups of tables (the service's partitions): together they give
     the brute-force set, each neighbour from one group only, also after splits."""
-    docs = make_set(seed, k, 400, skew)
+    docs = make_set(seed, k, 200, skew)
     rng = random.Random(seed + 2)
     index = BlockIndex(k=k, **FORCED)  # type: ignore[arg-type]
     for doc, fp in docs.items():
@@ -202,7 +202,7 @@ class CountingStore(MemoryStore):
 
 
 def test_tiny_cache_gives_the_same_answers() -> None:
-    docs = make_set(11, 3, 800, "two_blocks")
+    docs = make_set(11, 3, 400, "two_blocks")  # enough to evict all the time: the cache is the point
     small = BlockIndex(k=3, cache_bytes=4096, **FORCED)  # type: ignore[arg-type]
     for doc, fp in docs.items():
         small.insert(fp, doc)
@@ -216,7 +216,7 @@ def test_tiny_cache_stays_exact_while_splits_deal_and_evict_between_writes(skew:
     """Inserts, deletes and queries interleaved under a cache that evicts split buckets with what
     they dealt all the time: every answer equals brute force (a split node or sub-bucket left out of
     a write would lose an entry)."""
-    docs = make_set(23, 3, 600, skew)
+    docs = make_set(23, 3, 300, skew)
     rng = random.Random(4)
     small = BlockIndex(k=3, cache_bytes=6000, **FORCED)  # type: ignore[arg-type]
     live: dict[str, int] = {}

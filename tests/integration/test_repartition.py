@@ -91,7 +91,7 @@ def publish(deployment: Deployment, topic: str, docs: list[dict[str, Any]]) -> N
 
 
 def test_bad_requests_get_a_clear_error(deployment: Deployment) -> None:
-    from stream.service.runtime.worker import apply_topology
+    from stream.service.runtime.worker_process import apply_topology
     from stream.service.settings import load_settings
 
     unknown = repartition(deployment, "--from-app-id", "no-such-app", "--app-id", "x", "--index-partitions", "8")

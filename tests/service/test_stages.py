@@ -11,11 +11,11 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from stream.detect import MatchSettings
+from stream.detect import DecodedFingerprints, MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
-from stream.service.stages.records import Hops
+from stream.service.stages.stage_values import Hops
 from stream.storage import MemoryStore
 
 PARTITIONS, INDEX_PARTITIONS = 4, 3  # gather and index partitions: different, so nothing may mix them up
@@ -52,9 +52,10 @@ def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = Tru
             **probe_options: Any) -> Pipeline:
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
-    return Pipeline(DocumentStage(CONFIG, MATCHING, topics, out),  # type: ignore[arg-type]
+    decoded = DecodedFingerprints()  # as the worker's app: one, shared by both stages
+    return Pipeline(DocumentStage(CONFIG, MATCHING, topics, out, decoded),  # type: ignore[arg-type]
                     ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out, verify_once=verify_once,  # type: ignore[arg-type]
-                               **probe_options),
+                               decoded=decoded, **probe_options),
                     GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0, revision_interval=0.0),  # type: ignore[arg-type]
                     out, topics, owned=lambda: owned)  # type: ignore[arg-type]
 
@@ -164,16 +165,21 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     docs = [json.dumps({"id": i, "text": text, "ts": float(n)}).encode() for n, i in enumerate(("a", "b"))]
     docs.append(json.dumps({"id": "e", "text": " ", "ts": 3.0}).encode())  # empty: nothing to probe
-    hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out).handle(  # type: ignore[arg-type]
+    decoded = DecodedFingerprints()
+    hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out, decoded).handle(  # type: ignore[arg-type]
         [InputRecord(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
     assert not hops.gather  # no separate header entries
+    # each fingerprint the document stage serialized is in the cache the probe stage decodes through
+    sent = [it.fp for its in hops.probes.values() for it in its if it.fp]
+    assert sent and all(raw in decoded for raw in sent)
     for doc in ("a", "b", "e"):
         items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
         carriers = [p for p, it in items if it.header is not None]
         assert sorted(p for p, _ in items) == list(range(INDEX_PARTITIONS))
         assert carriers == [min([p for p, it in items if it.tables], default=0)]
-    answers = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out).handle_batch(  # type: ignore[arg-type]
-        list(hops.probes.items()))
+    probes = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out, decoded=decoded)  # type: ignore[arg-type]
+    answers = probes.handle_batch(list(hops.probes.items()))
+    assert all(probes.detector(p).decoded is decoded for p in range(INDEX_PARTITIONS))
     gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
     for p, entries in answers.items():
         gather.handle(p, entries)
@@ -340,9 +346,10 @@ def test_a_json_object_with_a_key_twice_is_a_dead_letter() -> None:
 def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies() -> None:
     """Copies of one document, their ts a permutation (later ones often arrive first): every earlier
     arrival revises all the later copies indexed before it (~n^2/4 pairs), in one entry per gather
-    partition; each copy's final match count is its rank. (400 copies: the pairs' state updates stay
-    quadratic, ~100 s at 1,000 on a shared machine; `python -m benchmarks reliability` runs 1,000.)"""
-    n = int(os.environ.get("DEDUP_TEST_COPIES", "400"))
+    partition; each copy's final match count is its rank. (150 copies: ~5,600 revised pairs against at
+    most 1,500 entries, so linear and quadratic are far apart; the pairs' state updates stay quadratic,
+    ~100 s at 1,000 on a shared machine: `python -m benchmarks reliability` runs 1,000.)"""
+    n = int(os.environ.get("DEDUP_TEST_COPIES", "150"))
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     ts = [float((i * 7919) % n) for i in range(n)]
     records = [(f"c{i}".encode(), json.dumps({"id": f"c{i}", "text": text, "ts": ts[i]}).encode(), 0, i, 1.0)

@@ -6,19 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.text.normal_form import (
-    _SPACED,
     TABLE_LIMIT,
-    _spaced,
     code_point_tables,
     collapse_whitespace,
-    exact_form,
-    exact_form_reference,
     normalize,
     normalize_compiled,
     normalize_kernel,
     normalize_reference,
 )
 from stream.text.segment import code_points, decode_code_points
+from tests.reference.exact_form import compiled_exact_form, exact_form
 
 
 def test_nfkc_folds_compatibility_forms() -> None:
@@ -90,13 +87,15 @@ _SPACES = " a1_-.\x00中文\u2e7f\u2e80éß٣²Ⅷ"
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=_SPACES, max_size=40) | st.text(max_size=40))
 def test_exact_form_keeps_only_spaces_between_words_of_spaced_scripts(text: str) -> None:
-    assert exact_form(text) == exact_form_reference(text)
-    assert exact_form("a b 中 文 x. y 1 2") == "a b中文x.y 1 2"
+    assert compiled_exact_form(text) == exact_form(text)
+    assert compiled_exact_form("a b 中 文 x. y 1 2") == "a b中文x.y 1 2"
 
 
-def test_the_regex_class_of_spaced_characters_is_spaced_for_every_code_point() -> None:
-    import re
+def test_the_compiled_class_of_spaced_characters_is_spaced_for_every_code_point() -> None:
+    """exact_form_into asks char_classes() (ALNUM, below U+2E80) what the reference asks str.isalnum."""
+    from stream.text import ALNUM, char_classes
+    from tests.reference.exact_form import spaced
 
-    spaced = re.compile(_SPACED)
-    wrong = [c for c in range(0x110000) if bool(spaced.fullmatch(chr(c))) != _spaced(chr(c))]
+    classes = char_classes()
+    wrong = [c for c in range(0x110000) if (c < 0x2E80 and bool(classes[c] & ALNUM)) != spaced(chr(c))]
     assert wrong == []

@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.text.normal_form import normalize
-from stream.text.segment import SEGMENTATION_SETTINGS, TOKEN_RE, available_backends, get_segmenter, split_runs
+from stream.text.segment import SEGMENTATION_SETTINGS, available_backends, get_segmenter, split_runs
+from tests.reference.token_rule import TOKEN_RE
 
 # Chinese, English and mixed sentences, written for these tests.
 SAMPLES = [

@@ -22,9 +22,9 @@ from itertools import chain
 
 import numpy as np
 
-from stream.index.batch import insert as batch_insert
-from stream.index.batch import query as batch_query
 from stream.index.batch import roots as batch_roots
+from stream.index.batch import run_insert as batch_insert
+from stream.index.batch import run_query as batch_query
 from stream.index.batch.data import BatchBands, DocumentBatch
 from stream.index.document import query, writes
 from stream.index.layout import TableLayout

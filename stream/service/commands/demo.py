@@ -42,7 +42,7 @@ def start_workers(n: int, env: dict[str, str], root: Path) -> list[subprocess.Po
 def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, keep_running: bool = False) -> int:
     from rich.console import Console
 
-    from stream.service.runtime.worker import apply_topology
+    from stream.service.runtime.worker_process import apply_topology
 
     console = Console(soft_wrap=True)  # piped output: one verdict a line, never wrapped
     lines = sample_lines(data)
@@ -51,7 +51,9 @@ def run_demo(data: str | None = None, workers: int = 1, partitions: int = 4, kee
     console.print(f"[bold]embedded broker[/bold] tansu on {broker.bootstrap} (in memory); state in {root} "
                   "(removed when every document got its verdict)")
     env = {**os.environ, "DEDUP_BROKER": broker.url, "DEDUP_PARTITIONS": str(partitions),
-           "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_APP_ID": "dedup-demo"}
+           "DEDUP_REBALANCE_TIMEOUT": "2", "DEDUP_APP_ID": "dedup-demo",
+           # a demo shows each revision as it comes, not merged over the default 30 s
+           "DEDUP_REVISION_INTERVAL": os.environ.get("DEDUP_REVISION_INTERVAL", "1s")}
     settings = load_settings(env=env)
     apply_topology(settings, lambda m: console.print(f"[dim]{m}[/dim]"))
     procs = start_workers(workers, env, root)
@@ -120,8 +122,9 @@ def label_of(doc: dict[str, Any]) -> str:
 
 def _follow(settings: Settings, labels: dict[str, str], procs: list[subprocess.Popen[bytes]], root: Path,
             console: Any) -> tuple[VerdictStats, float]:
-    """Print duplicates as their verdicts arrive, until every document has one (and 2 s for late
-    revisions); returns the counts and when the last verdict arrived."""
+    """Print duplicates as their verdicts arrive, until every document has one (and 3 s for late
+    revisions, held up to the demo's 1 s revision interval); returns the counts and when the last
+    verdict arrived."""
     documents = len(labels)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -144,7 +147,7 @@ def _follow(settings: Settings, labels: dict[str, str], procs: list[subprocess.P
                 bar.update(task, completed=len(stats.latest))
                 if any(p.poll() is not None for p in procs):
                     raise DedupError(f"a worker stopped; see {root}/worker-*.log")
-            end = time.time() + 2
+            end = time.time() + 3
             while time.time() < end:
                 for msg in consumer.consume(500, 0.3):
                     if not msg.error() and msg.value() is not None:

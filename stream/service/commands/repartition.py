@@ -29,7 +29,7 @@ def repartition(config: str | None, old_app_id: str, **overrides: Any) -> None:
     """Build a new deployment's state with other partition counts from a stopped deployment's changelogs,
     without fingerprinting anything again; then start the new deployment's workers (docs/usage.md,
     "Growing past the partition counts")."""
-    from stream.service.repartition import repartition as run
+    from stream.service.changelog_copy import repartition as run
 
     settings = client_settings(config, **overrides)
 

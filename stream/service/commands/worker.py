@@ -44,7 +44,7 @@ from stream.service.settings import LOG_FORMATS, LOG_LEVELS
 @detection_options(worker=True)
 def worker(config: str | None, **overrides: Any) -> None:
     """Run a dedup worker: documents in, verdicts out. Scale by starting more with the same app id."""
-    from stream.service.runtime.worker import run_worker
+    from stream.service.runtime.worker_process import run_worker
 
     settings = settings_of(config, **overrides)
     sys.exit(run_worker(settings, lambda m: click.echo(m, err=True)))
@@ -60,7 +60,7 @@ def reset(data_dir: str, yes: bool) -> None:
     from pathlib import Path
 
     from stream.service.runtime.datadir import claim_data_dir
-    from stream.service.runtime.worker import reset_data_dir
+    from stream.service.runtime.worker_process import reset_data_dir
 
     path = Path(data_dir)
     if not yes and not sys.stdin.isatty():

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import faust
 from faust.types import EventT
 
+from stream.detect import DecodedFingerprints
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError, DedupError
 from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
@@ -190,14 +191,16 @@ class DedupApp:
     def _make_stages(self) -> None:
         s = self.settings
         config, matching = s.fingerprint_config(), s.match_settings()
-        self.documents = DocumentStage(config, matching, self.topics, self.output)
+        # the fingerprints the document stage serializes, decoded once for every probe partition here
+        decoded = DecodedFingerprints()
+        self.documents = DocumentStage(config, matching, self.topics, self.output, decoded)
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
         self._position_stores: dict[int, FaustTableStore] = {}
         band_runs = Path(self.app.conf.tabledir) / BAND_RUNS_DIR  # dropped with the tables after an unclean stop
         self.probes = ProbeStage(config, matching, self.topics, self._block_store,
                                  self.output, verify_once=s.verify_once, late_allowance=s.late_allowance,
-                                 band_dir=lambda partition: band_runs / str(partition))
+                                 band_dir=lambda partition: band_runs / str(partition), decoded=decoded)
         self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches,
                                   revision_interval=s.revision_interval)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,

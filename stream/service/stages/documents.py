@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from stream.detect import MatchSettings, fingerprint_of
+from stream.detect import DecodedFingerprints, MatchSettings
 from stream.errors import DocumentError
 from stream.fingerprint import Document, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.document import DELETE
@@ -20,15 +20,19 @@ from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Header, ProbeItem, Version, version_of
 from stream.service.stages.output import Output
-from stream.service.stages.records import Hops, InputRecord, Topics
 from stream.service.stages.routing import tables_by_partition
+from stream.service.stages.stage_values import Hops, InputRecord, Topics
 
 log = logging.getLogger("dedup.documents")
 
 
 class DocumentStage:
-    def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics, output: Output) -> None:
+    def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics, output: Output,
+                 decoded: DecodedFingerprints | None = None) -> None:
+        """``decoded``: the probe stage's cache of decoded fingerprints (the worker's app shares one), told
+        each fingerprint this stage serializes; None: nothing to tell."""
         self.fingerprinter = Fingerprinter(config)
+        self.decoded = decoded
         # routing only needs the table layout (k, bands), never any state
         self.router = TableLayout(k=matching.k, bands=config.band_tables)
         self.topics = topics
@@ -84,8 +88,8 @@ class DocumentStage:
         # outside the new one's tables removes it (an item without tables), so no stale entry stays.
         header = Header(doc.id, round_id, n, rec.source, order, fp.simhash, fp.schema, fp.empty, version=version)
         raw = fp.to_bytes() if targets else b""
-        if raw:  # this worker's partitions take it from here without decoding it
-            fingerprint_of.remember(raw, fp)
+        if raw and self.decoded is not None:  # this worker's partitions take it from here without decoding it
+            self.decoded.remember(raw, fp)
         carrier = min(targets, default=0)  # where the order is settled (``ProbeStage._place``)
         for partition in range(n):
             tables = targets.get(partition, [])

@@ -13,7 +13,7 @@ from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Revisions, Source, dumps, loads
 from stream.service.stages.output import Output
-from stream.service.stages.records import Topics
+from stream.service.stages.stage_values import Topics
 from stream.storage import KVStore
 
 # + a document id -> when its held revision is due (8-byte float): what ``release`` publishes. No

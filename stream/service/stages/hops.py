@@ -16,7 +16,7 @@ from stream.service.stages.gather import GatherStage
 from stream.service.stages.messages import GatherEntry, ProbeItem, dumps
 from stream.service.stages.output import Output
 from stream.service.stages.probe import ProbeStage
-from stream.service.stages.records import Hops, InputRecord, Topics, merge
+from stream.service.stages.stage_values import Hops, InputRecord, Topics, merge
 from stream.storage import MemoryStore
 
 # Internal messages stay well below the brokers' default message.max.bytes (1 MiB): a probe batch

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from stream.detect import Detector, Match, MatchSettings, Order, differences, fingerprint_of
+from stream.detect import DecodedFingerprints, Detector, Match, MatchSettings, Order, differences
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
@@ -30,8 +30,8 @@ from stream.service.stages.messages import (
     version_from_json,
 )
 from stream.service.stages.output import Output
-from stream.service.stages.records import Topics
 from stream.service.stages.routing import doc_partition
+from stream.service.stages.stage_values import Topics
 from stream.storage import BufferedStore, KVStore
 
 CHECKPOINT_SECONDS = 5.0
@@ -60,8 +60,8 @@ class IndexMemory:
     band_memtable: int = 1 << 18
 
 # A document's probe goes to every partition owning one of its buckets (usually all of them), and one
-# worker often owns several: its fingerprint is decoded once (``fingerprint_of``, the detector's cache
-# of decoded payloads).
+# worker often owns several: its fingerprint is decoded once (``decoded``, shared by the stage, its
+# detectors and the document stage that serialized it).
 
 
 class ProbeStage:
@@ -70,8 +70,10 @@ class ProbeStage:
     def __init__(self, config: FingerprintConfig, matching: MatchSettings, topics: Topics,
                  store_for: Callable[[int], KVStore], output: Output, verify_once: bool = True,
                  late_allowance: float = 3600.0, band_dir: Callable[[int], Path] | None = None,
-                 memory: IndexMemory = IndexMemory()) -> None:
+                 memory: IndexMemory = IndexMemory(), decoded: DecodedFingerprints | None = None) -> None:
+        """``decoded``: the cache of decoded fingerprints shared with the document stage (None: this stage's own)."""
         self.config, self.matching, self.topics = config, matching, topics
+        self.decoded = decoded if decoded is not None else DecodedFingerprints()
         self.store_for = store_for
         self.band_dir, self.memory = band_dir, memory
         self.verify_once = verify_once
@@ -114,7 +116,7 @@ class ProbeStage:
         except ValueError as exc:
             raise ConfigError(f"block table partition {partition}: {exc}") from None
         self._check_settings(partition, buffered)
-        detector = self.matching.detector(index, once=self.verify_once)
+        detector = self.matching.detector(index, once=self.verify_once, decoded=self.decoded)
         opened = self._detectors[partition] = (store, detector, buffered)
         return opened
 
@@ -207,7 +209,7 @@ class ProbeStage:
                 out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
                 continue
             try:  # what can fail for one document alone: it is dead-lettered, its round never completes
-                run.append((item, fingerprint_of(item.fp), self._place(detector, item)))
+                run.append((item, self.decoded(item.fp), self._place(detector, item)))
                 ids.add(item.doc)
             except Exception as exc:
                 if is_fault(exc):

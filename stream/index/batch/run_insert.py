@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 def allocate(state: IndexState, batch: DocumentBatch, queried: bool) -> int:
     """Handles for the documents of a run (the first is returned, the others follow in order), and
     their entries in the band map unless the run is ``queried`` (its query adds them as it finds,
-    batch/query.py): the run's queries tell its own documents by their handles, and the records
+    batch/run_query.py): the run's queries tell its own documents by their handles, and the records
     that name them are written later."""
     n = len(batch)
     start = state.handles.take(n)

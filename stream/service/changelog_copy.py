@@ -17,7 +17,7 @@ from typing import Any
 from stream.errors import BrokerUnavailable, ConfigError, UsageError
 from stream.service.commands.reader import TopicReader
 from stream.service.runtime.ledger import KEY_PREFIX, ledger_key
-from stream.service.runtime.worker import apply_topology
+from stream.service.runtime.worker_process import apply_topology
 from stream.service.settings import Settings
 from stream.service.stages.rekey import BlockState, block_partitions, gather_partitions
 

@@ -13,7 +13,7 @@ from stream.detect.verdict import MAX_MATCHES
 from stream.errors import ConfigError
 
 if TYPE_CHECKING:  # not at run time: reading settings (every command does) must not load the index and numba
-    from stream.detect.detector import Detector
+    from stream.detect.detector import DecodedFingerprints, Detector
     from stream.index import BlockIndex
 
 # Containment rule defaults (docs/detect.md, "Design choices"): a pair whose similarity is below the
@@ -47,11 +47,13 @@ class MatchSettings:
         if self.max_matches < 1:
             raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
 
-    def detector(self, index: BlockIndex, once: bool = False) -> Detector:
+    def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None) -> Detector:
+        """A detector with these settings (``decoded``: see ``Detector``)."""
         from stream.detect.detector import Detector
 
         return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
-                        containment_min_shingles=self.containment_min_shingles, retention=self.retention)
+                        containment_min_shingles=self.containment_min_shingles, retention=self.retention,
+                        decoded=decoded)
 
     def describe(self) -> dict[str, Any]:
         """The settings that decide which pairs are reported (``max_matches`` only shortens the lists)."""
