@@ -6,6 +6,7 @@ or breaks key->partition routing), it reports them as drift instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +42,22 @@ def _admin(conf: dict[str, Any]) -> Any:
     return AdminClient(conf)
 
 
+def _partition_counts(admin: Any, names: Iterable[str], timeout: float) -> dict[str, int]:
+    wanted = set(names)
+    md = admin.list_topics(timeout=timeout)
+    return {n: len(t.partitions) for n, t in md.topics.items() if n in wanted and not t.error}
+
+
+def partition_counts(conf: dict[str, Any], names: Iterable[str], timeout: float = 10.0) -> dict[str, int]:
+    """The partition count of each existing topic among ``names``."""
+    return _partition_counts(_admin(conf), names, timeout)
+
+
 def _describe(admin: Any, names: list[str], timeout: float) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
     """Partition counts and explicitly set configs of the existing topics among ``names``."""
     from confluent_kafka.admin import ConfigResource
 
-    md = admin.list_topics(timeout=timeout)
-    partitions = {n: len(t.partitions) for n, t in md.topics.items() if n in names and not t.error}
+    partitions = _partition_counts(admin, names, timeout)
     configs: dict[str, dict[str, str]] = {}
     if partitions:
         futures = admin.describe_configs([ConfigResource("topic", n) for n in partitions])

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stream.errors import BrokerUnavailable, ConfigError, UsageError
+from stream.index import key_kind
 from stream.service.commands.reader import TopicReader
-from stream.service.runtime.ledger import KEY_PREFIX, ledger_key
+from stream.service.runtime.ledger import KEY_PREFIX, decode_position, encode_position, ledger_key
 from stream.service.runtime.worker_process import apply_topology
 from stream.service.settings import Settings
 from stream.service.stages.rekey import BlockState, block_partitions, gather_partitions
@@ -61,7 +62,7 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
     _check_drained(new, old_app_id, {old.internal_name(n): counts.get(old.internal_name(n), 0) for n in HOPS})
     t0 = time.perf_counter()
     blocks = BlockState(skip_prefix=KEY_PREFIX)
-    for items in _read_table(new, old.internal_name(BLOCKS), lambda key: key[:1] >= b"\xfc"):
+    for items in _read_table(new, old.internal_name(BLOCKS), lambda key: key_kind(key) != "entry"):
         blocks.add_partition(items)
     gather = gather_partitions(_read_table(new, old.internal_name(GATHER)), new.index_partitions, KEY_PREFIX,
                                new.max_matches)
@@ -86,7 +87,7 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
             writer.write(topology.internal_name(GATHER), partition, states)
         for partition, offset in report.positions.items():
             writer.write(topology.internal_name(POSITIONS), partition,
-                         [(ledger_key(new.documents_topic), offset.to_bytes(8, "big"))])
+                         [(ledger_key(new.documents_topic), encode_position(offset))])
         report.written = dict(writer.written)
         report.seconds["gather"] = time.perf_counter() - t0
     _commit(new, report.positions)
@@ -95,14 +96,12 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
 
 def _partition_counts(settings: Settings, names: Iterable[str]) -> dict[str, int]:
     """The partition count of each of ``names`` that exists."""
-    from confluent_kafka.admin import AdminClient
+    from topology.admin import partition_counts
 
     try:
-        topics = AdminClient(settings.confluent()).list_topics(timeout=settings.connect_timeout).topics
+        return partition_counts(settings.confluent(), names, settings.connect_timeout)
     except Exception as exc:
         raise BrokerUnavailable(f"listing topics on {settings.bootstrap}: {exc}") from exc
-    wanted = set(names)
-    return {name: len(t.partitions) for name, t in topics.items() if name in wanted and t.error is None}
 
 
 def _check_new_topics(new: Settings, counts: dict[str, int]) -> None:
@@ -168,7 +167,8 @@ def _positions(new: Settings, old: list[dict[bytes, bytes]]) -> dict[int, int]:
     """The documents agent's positions in the new documents topic (those of the old deployment when it
     read the same topic), by partition."""
     key = ledger_key(new.documents_topic)
-    return {p: int.from_bytes(items[key], "big") for p, items in enumerate(old) if key in items and p < new.partitions}
+    positions = {p: decode_position(items.get(key)) for p, items in enumerate(old) if p < new.partitions}
+    return {p: offset for p, offset in positions.items() if offset is not None}
 
 
 def _commit(new: Settings, positions: dict[int, int]) -> None:
