@@ -70,7 +70,6 @@ class DecodedFingerprints:
             self._decoded.popitem(last=False)
 
 
-
 class Detector:
     """Finds every indexed document whose verified similarity to a new one reaches ``threshold``.
 
