@@ -32,6 +32,12 @@ ONE_PROCESS = ("tests/integration/test_console.py",)
 _WARM = pytest.StashKey[subprocess.Popen[bytes]]()
 SESSION_PROCESSES: set[int] = set()  # started for the whole run (broker, warm-up): they outlive every module
 
+# Bytecode is cached for the run whatever PYTHONDONTWRITEBYTECODE says: otherwise every xdist process and
+# every `dedup` subprocess compiles the package and the tests from source again (collecting the tests:
+# 8.5 s of CPU per process without the cache, 3.4 s with it). It goes to __pycache__/, ignored by git.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """In the controlling process: start the warm-up, holding the lock until it exits."""

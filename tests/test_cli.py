@@ -1,8 +1,14 @@
-"""Ordinary mistakes get one line naming the problem and a documented exit code, never a traceback
-(``dedup`` run as a user runs it: a subprocess)."""
+"""Ordinary mistakes get one line naming the problem and a documented exit code, never a traceback.
+
+``dedup`` runs through the console script's own entry (``stream.cli.run``) in this process: the same
+parsing, messages and exit codes as a user's shell sees, without ~1 s of imports per call. The tests
+that need a process of their own (no terminal, the entry point, commands waiting out a connect timeout
+at once) start one."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import socket
 import subprocess
@@ -12,10 +18,32 @@ from pathlib import Path
 
 import pytest
 
+from stream import cli
 
-def dedup(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+
+def dedup(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``dedup ARGS`` with ``env`` added to the environment, run in this process."""
+    out, err, saved, debug = io.StringIO(), io.StringIO(), dict(os.environ), dict(cli._debug)
+    os.environ.update(env or {})
+    code: int | str | None = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cli.run(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        cli._debug.update(debug)
+    return subprocess.CompletedProcess(["dedup", *args], code if isinstance(code, int) else 1, out.getvalue(),
+                                       err.getvalue())
+
+
+def dedup_process(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
+                  ) -> subprocess.CompletedProcess[str]:
+    """``dedup ARGS`` in a process of its own, as a user's shell starts it."""
     return subprocess.run([sys.executable, "-m", "stream", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
@@ -83,8 +111,8 @@ def test_help_lists_exit_codes_and_every_option_is_explained() -> None:
 
     from stream.cli import main
 
-    result = dedup("--help")
-    assert "Exit codes" in result.stdout and "75" in result.stdout
+    result = dedup_process("--help")  # the entry point itself
+    assert result.returncode == 0 and "Exit codes" in result.stdout and "75" in result.stdout
 
     def walk(group: click.Group, path: str) -> None:
         ctx = click.Context(group)
@@ -115,7 +143,7 @@ def test_an_unreachable_broker_is_one_line_from_every_command(docs: Path, tmp_pa
     env = {"DEDUP_CONNECT_TIMEOUT": "2", "DEDUP_DATA_DIR": str(tmp_path / "w")}
     commands = (("verdicts",), ("publish", str(docs)), ("dlq", "list"), ("topology", "check"), ("worker",))
     with ThreadPoolExecutor(len(commands)) as pool:  # each waits out its connect timeout: at once, not in turn
-        results = list(pool.map(lambda args: dedup(*args, "--broker", broker, env=env), commands))
+        results = list(pool.map(lambda args: dedup_process(*args, "--broker", broker, env=env), commands))
     for args, result in zip(commands, results, strict=True):
         assert "%3|" not in result.stderr and "FAIL" not in result.stderr, (args, result.stderr)
         only_line(result, 4, "no Kafka broker answers at 127.0.0.1:", "waited 2 s")
@@ -134,12 +162,10 @@ def test_a_bad_option_value_is_one_line_and_exit_2() -> None:
 def test_reset_without_a_terminal_refuses_unless_yes(tmp_path: Path) -> None:
     data = tmp_path / "w"
     (data / "v1").mkdir(parents=True)
-    refused = subprocess.run([sys.executable, "-m", "stream", "reset", "--data-dir", str(data)], capture_output=True,
-                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    refused = dedup_process("reset", "--data-dir", str(data))
     only_line(refused, 2, "no terminal", "--yes")
     assert (data / "v1").exists()
-    done = subprocess.run([sys.executable, "-m", "stream", "reset", "--data-dir", str(data), "--yes"],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done = dedup("reset", "--data-dir", str(data), "--yes")
     assert done.returncode == 0 and not (data / "v1").exists(), done.stderr
 
 
