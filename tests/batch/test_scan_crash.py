@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.harness import demo_docs
 
-ROUNDS = 5  # copies of the 400 bundled poems: 4 chunks of dedup scan, so a kill after the 2nd lands mid-run
+ROUNDS = 3  # copies of the 400 bundled poems: 3 chunks of dedup scan, so a kill after the 1st lands mid-run
 
 
 def _input(path: Path) -> Path:
