@@ -189,8 +189,8 @@ class DocumentParts(NamedTuple):
 def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
               bins: int, bits: int, bands: int, rows: int, band_bins: int, vote: bool, prefix_chars: int,
               prefix_bins: int, prefix_count: int, prefix_rows: int, words: bool, table: np.ndarray,
-              root: np.ndarray, word: np.ndarray, log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray,
-              node_feature: np.ndarray, stop: np.ndarray, binary: bool) -> tuple[Any, ...]:
+              root: np.ndarray, log_freqs: np.ndarray, log_total: float, features: np.ndarray, stop: np.ndarray,
+              binary: bool) -> tuple[Any, ...]:
     # _parts + _prefix_bands + _content_hash + word_simhash in one call (one dispatch, one cached kernel)
     parts = _parts(codes, np.empty(0, dtype=np.uint64), share, char_n, word_n, budget, bins, bits, bands, rows,
                    band_bins, vote)
@@ -202,8 +202,7 @@ def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int,
     h1, h2 = _content_hash(codes, classes)
     n_words, sim_words = 0, np.uint64(0)
     if words and parts[0] != _NEED_WORDS:
-        n_words, sim_words = word_simhash(codes, classes, table, root, word, log_freq, log_total, node_hashes,
-                                          node_feature, stop, binary)
+        n_words, sim_words = word_simhash(codes, classes, table, root, log_freqs, log_total, features, stop, binary)
     return parts, status, pv, pe, h1, h2, n_words, sim_words
 
 
@@ -222,8 +221,8 @@ def document_parts(codes: np.ndarray, text: str, spec: SketchSpec, *, char_n: in
     trie = tables.trie
     out = _document(codes, tables.classes, float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands,
                     rows, band_bins, vote, prefix_chars, prefix_bins, prefix_count, prefix_rows, words is not None,
-                    trie.table, trie.root, trie.word, trie.log_freq, trie.log_total, trie.hashes, tables.feature,
-                    tables.stop_hashes, words == "binary")
+                    trie.table, trie.root, trie.log_freqs, trie.log_total, tables.features, tables.stop_hashes,
+                    words == "binary")
     (size, kind, exact, bbit, values, ext, sim), status, pv, pe, h1, h2, n_words, sim_words = out
     if size == _NEED_WORDS:  # word-shingled text: the separate calls
         shingles = shingle_parts(text, spec, char_n=char_n, word_n=word_n, share=share, bands=bands, rows=rows,
