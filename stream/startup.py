@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
+from typing import Any
 
 
 def _imported_by_numba() -> bool:
@@ -42,3 +43,32 @@ def skip_numba_scipy() -> None:
         return
     if not any(isinstance(finder, _NoScipyForNumba) for finder in sys.meta_path):
         sys.meta_path.insert(0, _NoScipyForNumba())
+
+
+def lean_cache_loads() -> None:
+    """Load kernels from numba's on-disk cache without first loading numba's compiler registries.
+
+    ``numba.core.caching.Cache.load_overload`` calls ``target_context.refresh()`` before it reads a
+    cached kernel: that imports and installs every typing and lowering registry (~0.15 s of CPU at
+    the first load), which only compiling uses; compiling calls it itself. A cached kernel is machine
+    code that needs numba's runtime (NRT), which is initialized here. When a load does not give a
+    kernel (no cache entry, or any error), numba's own ``load_overload`` runs as before.
+    """
+    from numba.core import caching
+    from numba.core.runtime import rtsys
+
+    full = caching.Cache.load_overload
+    if getattr(full, "lean", False):
+        return
+
+    def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+        try:
+            rtsys.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                data = self._load_overload(sig, target_context)
+        except Exception:
+            data = None
+        return data if data is not None else full(self, sig, target_context)
+
+    load_overload.lean = True  # type: ignore[attr-defined]
+    caching.Cache.load_overload = load_overload  # type: ignore[method-assign]

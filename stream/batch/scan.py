@@ -32,6 +32,7 @@ from stream.errors import EXIT_REJECTED, DocumentError
 from stream.fingerprint import Fingerprint, parse_document
 from stream.fingerprint.document import DELETE
 from stream.options import build, detection_options
+from stream.startup import lean_cache_loads
 
 EXPIRE_EVERY = 1000  # documents between two expiries of old entries (with --retention)
 LATE_ALLOWANCE = 3600.0  # seconds a document may arrive late and still find its matches (docs/usage.md, "Lifecycle")
@@ -173,6 +174,7 @@ def command(infile: str, outfile: str, state_dir: str | None, idf: str, errors_f
 
     One verdict line per document, in input order. A bad line is reported on standard error with its
     number and reason and skipped."""
+    lean_cache_loads()  # ~0.15 s less before the first verdict (stream.startup)
     config, matching = build(detection, idf=idf)
     started = time.perf_counter()
     with ExitStack() as stack:

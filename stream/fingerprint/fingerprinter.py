@@ -24,9 +24,8 @@ from stream.fingerprint.fingerprint import Fingerprint
 from stream.fingerprint.fused import document_parts
 from stream.fingerprint.hashing import char_ngram_hashes, token_hashes
 from stream.fingerprint.schema import FingerprintConfig
-from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
-from stream.fingerprint.sketch import EXACT, SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
+from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
 from stream.text.html import extract, looks_like_html
 from stream.text.normal_form import normalize
 from stream.text.segment import Segmenter, code_points
@@ -136,19 +135,16 @@ class Fingerprinter:
                                self.schema, self.spec, side, empty=True)
         cfg = self.config
         by_shingles = cfg.simhash_features == "shingles"
-        # one compiled call: shingle set -> sketch, bands and (shingles SimHash) its vote, the prefix
-        # bands, the content hash and (the default settings) the word SimHash
+        # one compiled call: shingle set -> sketch (exact up to sketch_exact_shingles: exact verification
+        # of short texts), bands and (shingles SimHash) its vote, the prefix bands, the content hash and
+        # (the default settings) the word SimHash
         codes = code_points(content)
         words = cfg.weighting if self.compiled_words and not doc.fields and not by_shingles else None
-        found = document_parts(codes, content, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
-                               bands=cfg.bands, rows=cfg.rows, vote=by_shingles, prefix_chars=cfg.prefix_chars,
-                               prefix_count=cfg.prefix_bands, prefix_rows=cfg.prefix_rows, words=words)
+        found = document_parts(codes, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
+                               exact_shingles=cfg.sketch_exact_shingles, bands=cfg.bands, rows=cfg.rows,
+                               vote=by_shingles, prefix_chars=cfg.prefix_chars, prefix_count=cfg.prefix_bands,
+                               prefix_rows=cfg.prefix_rows, words=words)
         parts = found.shingles
-        sketch = parts.sketch
-        if sketch.kind != EXACT and sketch.size <= cfg.sketch_exact_shingles:
-            # short enough to keep every shingle (schema.sketch_exact_shingles): exact verification
-            exact = shingle_hashes(content, cfg.char_n, cfg.word_n, cfg.cjk_share)
-            sketch = make_sketch(exact, self.spec, cfg.sketch_exact_shingles)
         bands = parts.bands + found.prefix if found.prefix else parts.bands
         if by_shingles:
             simhash = parts.simhash
@@ -165,7 +161,7 @@ class Fingerprinter:
             doc_id=doc.id,
             simhash=simhash,
             content_hash=found.content_hash,
-            sketch=sketch,
+            sketch=parts.sketch,
             bands=bands,
             schema=self.schema,
             spec=self.spec,

@@ -7,9 +7,12 @@ method, not in result:
 - the shingle set is deduplicated with a hash set instead of sorted: the OPH minima, the set size,
   the exact sketch (``np.unique``, sorted) and an integer vote do not depend on the order;
 - whitespace is dropped by ``segment.is_space`` on code points: ``str.isspace``, what ``str.split``
-  uses (tested on every code point).
+  uses (tested on every code point);
+- the words of word-shingled text are found on code points by ``segment.char_classes`` (re's ``\\w``:
+  ``str.isalnum`` or "_") and hashed here (MurmurHash3 x64 of their UTF-8), so every text, of
+  either shingle unit, is one call and a scan loads no other kernel for it.
 ``tests/fingerprint/test_fused.py`` compares it with the separate functions on random texts.
-numba's on-disk cache of ``_parts`` does not notice edits to the kernels it calls in other modules:
+numba's on-disk cache of ``_document`` does not notice edits to the kernels it calls in other modules:
 after changing one, delete ``stream/**/__pycache__/*.nb[ic]``.
 """
 
@@ -20,17 +23,14 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys, lsh_bands
-from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, murmur3_128, token_hashes, utf8_into
+from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys
+from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, murmur3_128, utf8_into
 from stream.fingerprint.minhash import _oph
-from stream.fingerprint.shingles import _WORD, CJK_SHARE, _is_char_text, shingle_hashes
+from stream.fingerprint.shingles import CJK_SHARE, _is_char_text
 from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
-from stream.fingerprint.words import compiled_word_simhash, word_simhash, word_tables
+from stream.fingerprint.words import word_simhash, word_tables
 from stream.text.normal_form import exact_form_into
-from stream.text.segment import char_classes, code_points, decode_code_points, is_space
-
-_NO_WORDS = np.empty(0, dtype=np.uint64)
-_NEED_WORDS = -1  # status: the text is not CJK-dominant; call again with its word hashes
+from stream.text.segment import ALNUM, char_classes, code_points, is_space
 
 
 class ShingleParts(NamedTuple):
@@ -79,26 +79,47 @@ def unique_hashes(hashes: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
-           bins: int, bits: int, bands: int, rows: int, band_bins: int, vote: bool
+def _word_hashes(codes: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    # token_hashes(re.findall(r"\w+", text)): re's \w is str.isalnum or "_"; mmh3 of each word's UTF-8
+    out = np.empty((len(codes) + 1) // 2, dtype=np.uint64)
+    scratch = np.empty(4 * len(codes), dtype=np.uint8)
+    n, i = 0, 0
+    while i < len(codes):
+        if not (classes[codes[i]] & ALNUM or codes[i] == 0x5F):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(codes) and (classes[codes[j]] & ALNUM or codes[j] == 0x5F):
+            j += 1
+        out[n], _ = murmur3_128(scratch, utf8_into(codes, i, j, scratch))
+        n += 1
+        i = j
+    return out[:n]
+
+
+@njit(cache=True)
+def _shingles(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int) -> np.ndarray:
+    # shingle_hashes(text) unsorted: character n-grams of the text without whitespace, or word n-grams
+    compact = _compact(codes)
+    if _is_char_text(compact, share):
+        return unique_hashes(_ngrams(_fmix_array(compact, _CODE_SALT), char_n))
+    return unique_hashes(_ngrams(_word_hashes(codes, classes), word_n))
+
+
+@njit(cache=True)
+def _parts(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
+           bins: int, bits: int, exact_shingles: int, bands: int, rows: int, band_bins: int, vote: bool
            ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.uint64]:
-    # -> (status or set size, sketch kind, exact data, b-bit data, band values, extensions, simhash)
-    if len(codes):
-        compact = _compact(codes)
-        if not _is_char_text(compact, share):
-            z = np.empty(0, dtype=np.uint64)
-            return _NEED_WORDS, 0, np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8), z, z, np.uint64(0)
-        hashes = _ngrams(_fmix_array(compact, _CODE_SALT), char_n)
-    else:
-        hashes = _ngrams(word_hashes, word_n)
-    shingles = unique_hashes(hashes)
+    # -> (set size, sketch kind, exact data, b-bit data, band values, extensions, simhash)
+    shingles = _shingles(codes, classes, share, char_n, word_n)
     size = len(shingles)
     h32 = np.empty(size, dtype=np.uint32)
     for i in range(size):
         h32[i] = shingles[i] >> np.uint64(32)
-    # make_sketch: exact when the 32-bit hashes fit the budget, else b-bit OPH of fmix64(h32)
+    # make_sketch: exact when the 32-bit hashes fit the budget or there are at most exact_shingles,
+    # else b-bit OPH of fmix64(h32)
     exact, bbit = np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8)
-    if size * 4 <= budget:
+    if size * 4 <= budget or size <= exact_shingles:
         kind, exact = _KIND_EXACT, np.unique(h32)
     else:
         kind, bbit = _KIND_BBIT, _low_bits(_oph(h32, bins, np.uint64(0), True), bits)
@@ -120,30 +141,24 @@ def _parts(codes: np.ndarray, word_hashes: np.ndarray, share: float, char_n: int
 
 
 @njit(cache=True)
-def _prefix_bands(codes: np.ndarray, share: float, char_n: int, bins: int, bands: int, rows: int
-                  ) -> tuple[int, np.ndarray, np.ndarray]:
-    # lsh_bands(shingle_hashes(text[:len(codes)])) when the prefix is shingled by characters:
-    # (1, values, extensions); (_NEED_WORDS, -, -) when it is shingled by words
-    z = np.empty(0, dtype=np.uint64)
-    compact = _compact(codes)
-    if not _is_char_text(compact, share):
-        return _NEED_WORDS, z, z
-    shingles = unique_hashes(_ngrams(_fmix_array(compact, _CODE_SALT), char_n))
+def _prefix_bands(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, bins: int,
+                  bands: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    # lsh_bands(shingle_hashes(text[:len(codes)])) as (values, extensions)
+    shingles = _shingles(codes, classes, share, char_n, word_n)
     if len(shingles) == 0:
-        return 1, z, z
-    values, ext = _band_keys(_oph(shingles, bins, np.uint64(_SEED), False), bands, rows)
-    return 1, values, ext
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64)
+    return _band_keys(_oph(shingles, bins, np.uint64(_SEED), False), bands, rows)
 
 
-def prefix_bands(codes: np.ndarray, text: str, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
-                 bands: int = 8, rows: int = 5) -> list[tuple[int, int]]:
-    """``lsh_bands(shingle_hashes(text), bands, rows)`` for ``codes = code_points(text)``, in one
-    compiled call when the text is shingled by characters."""
-    bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length()
-    status, values, ext = _prefix_bands(codes, float(share), char_n, bins, bands, rows)
-    if status == _NEED_WORDS:
-        return lsh_bands(shingle_hashes(text, char_n, word_n, share), bands, rows)
+def _pairs(values: np.ndarray, ext: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(values.tolist(), ext.tolist(), strict=True))
+
+
+def prefix_bands(codes: np.ndarray, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
+                 bands: int = 8, rows: int = 5) -> list[tuple[int, int]]:
+    """``lsh_bands(shingle_hashes(text), bands, rows)`` for ``codes = code_points(text)``, in one compiled call."""
+    bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length()
+    return _pairs(*_prefix_bands(codes, char_classes(), float(share), char_n, word_n, bins, bands, rows))
 
 
 @njit(cache=True)
@@ -162,85 +177,65 @@ def content_hash(codes: np.ndarray) -> bytes:
 
 
 def shingle_parts(text: str | np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
-                  share: float = CJK_SHARE, bands: int = 16, rows: int = 5, vote: bool = False) -> ShingleParts:
-    """``make_sketch``, ``lsh_bands`` and (``vote``) ``simhash`` of ``shingle_hashes(text)``; ``text``
-    may be given as its ``code_points``."""
+                  share: float = CJK_SHARE, exact_shingles: int = 0, bands: int = 16, rows: int = 5,
+                  vote: bool = False) -> ShingleParts:
+    """``make_sketch`` (with ``exact_shingles``), ``lsh_bands`` and (``vote``) ``simhash`` of
+    ``shingle_hashes(text)``; ``text`` may be given as its ``code_points``."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
-    args = (float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands, rows, band_bins, vote)
     codes = code_points(text) if isinstance(text, str) else text
-    out = _parts(codes, _NO_WORDS, *args)
-    if out[0] == _NEED_WORDS:
-        words = _WORD.findall(text if isinstance(text, str) else decode_code_points(codes))
-        out = _parts(code_points(""), token_hashes(words), *args)
-    size, kind, exact, bbit, values, ext, sim = out
-    sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
-    return ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
+    out = _parts(codes, char_classes(), float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, exact_shingles,
+                 bands, rows, band_bins, vote)
+    return _shingle_parts(*out)
 
+
+def _shingle_parts(size: int, kind: int, exact: np.ndarray, bbit: np.ndarray, values: np.ndarray, ext: np.ndarray,
+                   sim: np.uint64) -> ShingleParts:
+    return ShingleParts(Sketch(kind, exact if kind == _KIND_EXACT else bbit, size), _pairs(values, ext), size, int(sim))
 
 
 class DocumentParts(NamedTuple):
     shingles: ShingleParts
-    prefix: list[tuple[int, int]] | None  # None: not computed (no bands) or the prefix is word-shingled
+    prefix: list[tuple[int, int]] | None  # None: not computed (no bands, or no shingles)
     content_hash: bytes
     words: tuple[int, int] | None  # (features, SimHash) of the compiled word path, when asked for
 
 
 @njit(cache=True)
 def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
-              bins: int, bits: int, bands: int, rows: int, band_bins: int, vote: bool, prefix_chars: int,
-              prefix_bins: int, prefix_count: int, prefix_rows: int, words: bool, table: np.ndarray,
-              root: np.ndarray, word: np.ndarray, log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray,
-              node_feature: np.ndarray, stop: np.ndarray, binary: bool) -> tuple[Any, ...]:
+              bins: int, bits: int, exact_shingles: int, bands: int, rows: int, band_bins: int, vote: bool,
+              prefix_chars: int, prefix_bins: int, prefix_count: int, prefix_rows: int, words: bool, table: np.ndarray,
+              root: np.ndarray, log_freqs: np.ndarray, log_total: float, features: np.ndarray, stop: np.ndarray,
+              binary: bool) -> tuple[Any, ...]:
     # _parts + _prefix_bands + _content_hash + word_simhash in one call (one dispatch, one cached kernel)
-    parts = _parts(codes, np.empty(0, dtype=np.uint64), share, char_n, word_n, budget, bins, bits, bands, rows,
-                   band_bins, vote)
-    status = 0
-    z = np.empty(0, dtype=np.uint64)
-    pv, pe = z, z
-    if parts[0] > 0 and bands > 0 and prefix_count > 0:
-        status, pv, pe = _prefix_bands(codes[:prefix_chars], share, char_n, prefix_bins, prefix_count, prefix_rows)
+    parts = _parts(codes, classes, share, char_n, word_n, budget, bins, bits, exact_shingles, bands, rows, band_bins,
+                   vote)
+    prefixed = parts[0] > 0 and bands > 0 and prefix_count > 0
+    pv, pe = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64)
+    if prefixed:
+        pv, pe = _prefix_bands(codes[:prefix_chars], classes, share, char_n, word_n, prefix_bins, prefix_count,
+                               prefix_rows)
     h1, h2 = _content_hash(codes, classes)
     n_words, sim_words = 0, np.uint64(0)
-    if words and parts[0] != _NEED_WORDS:
-        n_words, sim_words = word_simhash(codes, classes, table, root, word, log_freq, log_total, node_hashes,
-                                          node_feature, stop, binary)
-    return parts, status, pv, pe, h1, h2, n_words, sim_words
+    if words:
+        n_words, sim_words = word_simhash(codes, classes, table, root, log_freqs, log_total, features, stop, binary)
+    return parts, prefixed, pv, pe, h1, h2, n_words, sim_words
 
 
-def document_parts(codes: np.ndarray, text: str, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
-                   share: float = CJK_SHARE, bands: int = 16, rows: int = 5, vote: bool = False,
-                   prefix_chars: int = 400, prefix_count: int = 8, prefix_rows: int = 5, words: str | None = None
-                   ) -> DocumentParts:
-    """``shingle_parts``, ``prefix_bands`` (over ``codes[:prefix_chars]``, when there are bands),
-    ``content_hash`` and (``words``: "tf" or "binary") ``compiled_word_simhash`` of a normalized text
-    (``codes = code_points(text)``) in one compiled call; the separate calls for word-shingled text."""
-    if not len(codes):
-        raise ValueError("document_parts needs a non-empty text")
+def document_parts(codes: np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
+                   exact_shingles: int = 0, bands: int = 16, rows: int = 5, vote: bool = False, prefix_chars: int = 400,
+                   prefix_count: int = 8, prefix_rows: int = 5, words: str | None = None) -> DocumentParts:
+    """``shingle_parts`` (with ``exact_shingles``), ``prefix_bands`` (over ``codes[:prefix_chars]``, when
+    there are bands and shingles), ``content_hash`` and (``words``: "tf" or "binary") ``compiled_word_simhash`` of a
+    normalized text (``codes = code_points(text)``) in one compiled call."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
     prefix_bins = 1 << (prefix_count * (prefix_rows + EXTENSION_ROWS) - 1).bit_length() if prefix_count else 1
     tables = word_tables()
     trie = tables.trie
-    out = _document(codes, tables.classes, float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, bands,
-                    rows, band_bins, vote, prefix_chars, prefix_bins, prefix_count, prefix_rows, words is not None,
-                    trie.table, trie.root, trie.word, trie.log_freq, trie.log_total, trie.hashes, tables.feature,
+    out = _document(codes, tables.classes, float(share), char_n, word_n, spec.budget, spec.bins, spec.bits,
+                    exact_shingles, bands, rows, band_bins, vote, prefix_chars, prefix_bins, prefix_count, prefix_rows,
+                    words is not None, trie.table, trie.root, trie.log_freqs, trie.log_total, tables.features,
                     tables.stop_hashes, words == "binary")
-    (size, kind, exact, bbit, values, ext, sim), status, pv, pe, h1, h2, n_words, sim_words = out
-    if size == _NEED_WORDS:  # word-shingled text: the separate calls
-        shingles = shingle_parts(text, spec, char_n=char_n, word_n=word_n, share=share, bands=bands, rows=rows,
-                                 vote=vote)
-        prefix = None
-        if shingles.bands and prefix_count:
-            prefix = prefix_bands(codes[:prefix_chars], text[:prefix_chars], char_n=char_n, word_n=word_n,
-                                  share=share, bands=prefix_count, rows=prefix_rows)
-        found = compiled_word_simhash(codes, words) if words is not None else None
-        return DocumentParts(shingles, prefix, content_hash(codes), found)
-    sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size)
-    shingles = ShingleParts(sketch, list(zip(values.tolist(), ext.tolist(), strict=True)), size, int(sim))
-    prefix = None
-    if status == _NEED_WORDS:
-        prefix = prefix_bands(codes[:prefix_chars], text[:prefix_chars], char_n=char_n, word_n=word_n, share=share,
-                              bands=prefix_count, rows=prefix_rows)
-    elif status:
-        prefix = list(zip(pv.tolist(), pe.tolist(), strict=True))
-    chash = int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little")
-    return DocumentParts(shingles, prefix, chash, (int(n_words), int(sim_words)) if words is not None else None)
+    parts, prefixed, pv, pe, h1, h2, n_words, sim_words = out
+    return DocumentParts(_shingle_parts(*parts), _pairs(pv, pe) if prefixed else None,
+                         int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little"),
+                         (int(n_words), int(sim_words)) if words is not None else None)

@@ -28,7 +28,7 @@ from stream.text.stopwords import STOPWORDS
 
 class WordTables(NamedTuple):
     trie: Trie
-    feature: np.ndarray  # bool per trie node: its string is a feature (is_feature)
+    features: np.ndarray  # uint64 per trie node: its hash if its string is a feature (is_feature), else 0
     stop_hashes: np.ndarray  # sorted mmh3 hashes of the stop words (tokens outside the trie)
     classes: np.ndarray  # segment.char_classes()
 
@@ -56,7 +56,9 @@ def word_tables() -> WordTables:
     feature = trie.alnum.copy()
     _stop_nodes(trie.table, trie.root, code_points("".join(words)), offsets, feature)
     stop = np.array(sorted({hash_token(word) for word in words}), dtype=np.uint64)
-    return WordTables(trie, feature, stop, char_classes())
+    # one array read per token: a hash of 0 is never counted (count_simhash drops it too)
+    features = np.where(feature, trie.hashes, np.uint64(0))
+    return WordTables(trie, features, stop, char_classes())
 
 
 @njit(cache=True, inline="always")
@@ -89,9 +91,8 @@ def _other_hash(codes: np.ndarray, start: int, end: int, scratch: np.ndarray) ->
 
 
 @njit(cache=True)
-def word_simhash(codes: np.ndarray, classes: np.ndarray, table: np.ndarray, root: np.ndarray, word: np.ndarray,
-                 log_freq: np.ndarray, log_total: float, node_hashes: np.ndarray, node_feature: np.ndarray,
-                 stop: np.ndarray, binary: bool) -> tuple[int, np.uint64]:
+def word_simhash(codes: np.ndarray, classes: np.ndarray, table: np.ndarray, root: np.ndarray, log_freqs: np.ndarray,
+                 log_total: float, features: np.ndarray, stop: np.ndarray, binary: bool) -> tuple[int, np.uint64]:
     """(distinct features, SimHash) of the text's tokens under ``tf`` (or ``binary``)."""
     starts, ends, han = token_spans(codes, classes)
     size = 16
@@ -113,14 +114,14 @@ def word_simhash(codes: np.ndarray, classes: np.ndarray, table: np.ndarray, root
             if h != 0 and not _is_stop(h, stop):
                 _count(table_keys, table_counts, h)
             continue
-        route(codes, a, b, table, root, word, log_freq, log_total, score, best_end, best_node)
+        route(codes, a, b, table, root, log_freqs, log_total, score, best_end, best_node)
         i = 0
         while i < b - a:
             j = best_end[i]
             node = best_node[i]
             if node >= 0:
-                if node_feature[node] and node_hashes[node] != 0:
-                    _count(table_keys, table_counts, node_hashes[node])
+                if features[node] != 0:
+                    _count(table_keys, table_counts, features[node])
             elif classes[codes[a + i]] & ALNUM:  # one character the dictionary does not know
                 h = _other_hash(codes, a + i, a + j, scratch)
                 if h != 0 and not _is_stop(h, stop):
@@ -142,6 +143,6 @@ def compiled_word_simhash(codes: np.ndarray, scheme: str) -> tuple[int, int]:
     ``code_points(text)``, ``scheme`` in ``tf``/``binary``."""
     tables = word_tables()
     trie = tables.trie
-    n, sim = word_simhash(codes, tables.classes, trie.table, trie.root, trie.word, trie.log_freq,
-                          trie.log_total, trie.hashes, tables.feature, tables.stop_hashes, scheme == "binary")
+    n, sim = word_simhash(codes, tables.classes, trie.table, trie.root, trie.log_freqs, trie.log_total,
+                          tables.features, tables.stop_hashes, scheme == "binary")
     return int(n), int(sim)

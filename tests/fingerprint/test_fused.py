@@ -16,8 +16,9 @@ from stream.text.segment import code_points, is_space
 from tests.reference.exact_form import exact_form
 
 # CJK, Latin words, digits, punctuation and every kind of whitespace, so both shingle units,
-# the exact and the b-bit sketch, and the space removal are exercised
-_ALPHABET = "天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏abcxyz019,.!  \t\n\u3000\u00a0\u2028\x1c"
+# the exact and the b-bit sketch, and the space removal are exercised; "_", "²", "٣", "ß" and "é" are
+# re's \w (str.isalnum or "_"), a combining accent is not
+_ALPHABET = "天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏abcxyz019,.!  \t\n\u3000\u00a0\u2028\x1c_²٣ßé\u0301"
 _SPECS = (SketchSpec(), SketchSpec(64, 2), SketchSpec(16, 8))
 
 
@@ -47,13 +48,13 @@ def test_unique_is_the_set_of_values(small: list[int], big: int) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=_ALPHABET, max_size=400), st.sampled_from(_SPECS), st.sampled_from([(16, 5), (3, 2), (0, 5)]),
-       st.sampled_from([0.05, 0.0, 0.3, 0.6, 1.0]))
+       st.sampled_from([0.05, 0.0, 0.3, 0.6, 1.0]), st.sampled_from([0, 20, 512]))
 def test_shingle_parts_equal_the_separate_functions(text: str, spec: SketchSpec, shape: tuple[int, int],
-                                                    share: float) -> None:
+                                                    share: float, exact_shingles: int) -> None:
     bands, rows = shape
     shingles = shingle_hashes(text, share=share)
-    parts = shingle_parts(text, spec, share=share, bands=bands, rows=rows, vote=True)
-    sketch = make_sketch(shingles, spec)
+    parts = shingle_parts(text, spec, share=share, exact_shingles=exact_shingles, bands=bands, rows=rows, vote=True)
+    sketch = make_sketch(shingles, spec, exact_shingles)
     assert parts.size == len(shingles)
     assert (parts.sketch.kind, parts.sketch.size) == (sketch.kind, sketch.size)
     assert parts.sketch.data.dtype == sketch.data.dtype
@@ -99,28 +100,28 @@ def test_count_simhash_equals_word_features() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab1 中文字 .,é\u00df\u2e80\u2e7f\x00\n")), max_size=500))
+@given(st.text(alphabet=st.sampled_from(list("ab1 中文字 .,é\u00df\u2e80\u2e7f\x00\n_²")), max_size=500))
 def test_content_hash_and_prefix_bands_equal_the_separate_functions(text: str) -> None:
     codes = code_points(text)
     assert content_hash(codes) == mmh3.hash_bytes(exact_form(text).encode())  # the rule written out
-    head = text[:400]
-    assert prefix_bands(codes[:400], head) == lsh_bands(shingle_hashes(head), 8, 5)
+    assert prefix_bands(codes[:400]) == lsh_bands(shingle_hashes(text[:400]), 8, 5)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab1 中文字的了 .,é\n")), min_size=1, max_size=600),
-       st.sampled_from([None, "tf", "binary"]), st.booleans())
-def test_document_parts_equal_the_separate_calls(text: str, words: str | None, vote: bool) -> None:
+@given(st.text(alphabet=st.sampled_from(list("ab1 中文字的了 .,é\n_")), min_size=1, max_size=600),
+       st.sampled_from([None, "tf", "binary"]), st.booleans(), st.sampled_from([0, 512]))
+def test_document_parts_equal_the_separate_calls(text: str, words: str | None, vote: bool, exact: int) -> None:
     from stream.fingerprint.fused import document_parts
     from stream.fingerprint.words import compiled_word_simhash
 
     codes = code_points(text)
-    found = document_parts(codes, text, SketchSpec(), vote=vote, words=words)
-    alone = shingle_parts(text, SketchSpec(), vote=vote)
+    found = document_parts(codes, SketchSpec(), exact_shingles=exact, vote=vote, words=words)
+    alone = shingle_parts(text, SketchSpec(), exact_shingles=exact, vote=vote)
     assert found.shingles.bands == alone.bands
     assert (found.shingles.size, found.shingles.simhash) == (alone.size, alone.simhash)
     assert np.array_equal(found.shingles.sketch.data, alone.sketch.data)
     assert found.content_hash == content_hash(codes)
-    expected_prefix = prefix_bands(codes[:400], text[:400]) if alone.bands else None
-    assert (found.prefix or None) == (expected_prefix or None)
+    # the prefix's bands, whichever unit the prefix is shingled by (a mixed text's prefix may differ from it)
+    expected_prefix = lsh_bands(shingle_hashes(text[:400]), 8, 5) if alone.bands else None
+    assert found.prefix == expected_prefix
     assert found.words == (compiled_word_simhash(codes, words) if words else None)
