@@ -45,6 +45,10 @@ def skip_numba_scipy() -> None:
         sys.meta_path.insert(0, _NoScipyForNumba())
 
 
+# numba versions whose Cache.load_overload and _load_overload lean_cache_loads was read and tested against
+LEAN_LOADS_CHECKED = ("0.68.",)
+
+
 def lean_cache_loads() -> None:
     """Load kernels from numba's on-disk cache without first loading numba's compiler registries.
 
@@ -54,12 +58,13 @@ def lean_cache_loads() -> None:
     code that needs numba's runtime (NRT), which is initialized here. When a load does not give a
     kernel (no cache entry, or any error), numba's own ``load_overload`` runs as before.
     """
+    import numba
     from numba.core import caching
     from numba.core.runtime import rtsys
 
     full = caching.Cache.load_overload
-    if getattr(full, "lean", False):
-        return
+    if getattr(full, "lean", False) or not numba.__version__.startswith(LEAN_LOADS_CHECKED):
+        return  # a numba this was not read against loads as numba does
 
     def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
         try:
