@@ -35,6 +35,8 @@ from stream.index.bands.runs import SortedRun, band_tags, merged_chunks, sorted_
 
 DEFAULT_MEMTABLE_ENTRIES = 1 << 22  # ~175k documents of 24 bands; ~140 MB with its log
 MANIFEST = "manifest.json"
+# How a run's filter is addressed (bands/runs.py): runs of another layout are rebuilt from the records.
+RUN_LAYOUT = 2
 
 
 class BandTables:
@@ -148,7 +150,8 @@ class BandTables:
         for run in self.runs:
             run.sync()
         stamp = secrets.token_hex(16).encode()
-        manifest = {"stamp": stamp.decode(), "runs": [run.path.name for run in self.runs], "dead": self.dead}
+        manifest = {"stamp": stamp.decode(), "layout": RUN_LAYOUT, "runs": [run.path.name for run in self.runs],
+                    "dead": self.dead}
         partial = self.directory / (MANIFEST + ".part")
         with open(partial, "w") as out:
             out.write(json.dumps(manifest))
@@ -167,7 +170,8 @@ class BandTables:
         assert self.directory is not None
         path = self.directory / MANIFEST
         manifest: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-        matched = stamp is not None and manifest.get("stamp", "").encode() == stamp
+        matched = (stamp is not None and manifest.get("stamp", "").encode() == stamp
+                   and manifest.get("layout") == RUN_LAYOUT)
         keep: set[str] = set(manifest["runs"]) if matched else set()
         if matched:
             self.runs = [SortedRun.open(self.directory / name) for name in manifest["runs"]]
