@@ -226,6 +226,11 @@ class SortedRun:
                 count = _match_span(raw, asked, tags, where, found, before)
         return where[:count], found[:count]
 
+    def drop_filter(self) -> None:
+        """Frees the filter and fences of a run that is only read from now on (merged away): ``find``
+        is then wrong."""
+        self.bloom = self.fences = np.empty(0, dtype=np.uint64)
+
     def read(self, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         count = min(count, self.count - start)
         return decode_entries(os.pread(self._fd, count * ENTRY, start * ENTRY))
