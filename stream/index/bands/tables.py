@@ -106,10 +106,10 @@ class BandTables:
 
     def _log(self, tags: np.ndarray, handles: np.ndarray) -> None:
         end = self._logged + len(tags)
-        if end > len(self._log_tags):
-            size = max(2 * len(self._log_tags), end, 1 << 16)
-            self._log_tags = np.resize(self._log_tags, size)
-            self._log_handles = np.resize(self._log_handles, size)
+        if end > len(self._log_tags):  # once at the memtable's size, kept across flushes (pages are touched once)
+            size = max(2 * len(self._log_tags), end, self.memtable_entries)
+            self._log_tags = _grown(self._log_tags, self._logged, size)
+            self._log_handles = _grown(self._log_handles, self._logged, size)
         self._log_tags[self._logged : end] = tags
         self._log_handles[self._logged : end] = handles
         self._logged = end
@@ -124,8 +124,6 @@ class BandTables:
         self.dead += self._logged - len(self.memtable)  # logged, then removed from the memtable
         run = SortedRun.write(self._run_path(), sorted_chunks(tags, handles), len(tags))
         self.memtable = BandMap()
-        self._log_tags = np.empty(0, dtype=np.uint64)
-        self._log_handles = np.empty(0, dtype=np.uint64)
         self._logged = 0
         while self.runs and self.runs[-1].count <= 2 * run.count:
             older = self.runs.pop()
@@ -185,6 +183,13 @@ class BandTables:
             if file.name != MANIFEST and file.name.split(".")[0] + ".dat" not in keep:
                 file.unlink()
         return matched
+
+
+def _grown(array: np.ndarray, used: int, size: int) -> np.ndarray:
+    """``array``'s first ``used`` items in a new array of ``size`` (np.resize would fill the rest too)."""
+    grown = np.empty(size, dtype=array.dtype)
+    grown[:used] = array[:used]
+    return grown
 
 
 def _tags(tables: np.ndarray, values: np.ndarray) -> np.ndarray:
