@@ -16,6 +16,7 @@ import resource
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -87,8 +88,9 @@ class StreamMaker:
 
 
 def grow(path: Path, size: int, step: int, batch: int, near: float, payload: int, seed: int,
-         log: click.utils.LazyFile | None = None) -> tuple[list[Step], float, float]:
-    """Fill one index to ``size`` documents; the steps, then the reopen + first query in seconds."""
+         on_step: Callable[[list[Step]], None] | None = None) -> tuple[list[Step], float, float]:
+    """Fill one index to ``size`` documents; the steps, then the reopen + first query in seconds.
+    ``on_step`` gets the steps so far after each one."""
     maker = StreamMaker(batch, near, payload, seed)
     steps: list[Step] = []
     index = BlockIndex(str(path), k=K, bands=BANDS)
@@ -113,6 +115,8 @@ def grow(path: Path, size: int, step: int, batch: int, near: float, payload: int
                           stats.kinds["band"].candidates_mean))
         click.echo(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in
                             asdict(steps[-1]).items()), err=True)
+        if on_step is not None:
+            on_step(steps)
     index.close()
     del index
     t0 = time.perf_counter()
@@ -162,23 +166,34 @@ def plot(steps: list[Step], out: Path) -> None:
 def command(size: int, step: int, batch: int, near: float, payload: int, seed: int, work_dir: Path | None,
             out: Path) -> None:
     """Grow one index partition to --size documents: cost, memory, disk and reopen time against N."""
-    code = commit()  # the code that runs: the checkout may move on during a long build
+    params = {"size": size, "step": step, "batch": batch, "near": near, "payload": payload, "seed": seed,
+              "k": K, "bands": BANDS, "code_commit": commit()}  # the code that runs: the checkout may move on
+
+    def save(steps: list[Step], summary: Mapping[str, object]) -> Path:
+        target = save_json(str(out), "scale", {"params": params, "summary": summary,
+                                               "steps": [asdict(s) for s in steps]})
+        plot(steps, out / "scale.png")
+        return target
+
+    def save_so_far(steps: list[Step]) -> None:  # a run stopped before the end keeps the millions it reached
+        save(steps, {"complete": False, **_cost_and_memory(steps)})
+
     root = Path(tempfile.mkdtemp(prefix="dedup-scale-", dir=work_dir))
     try:
-        steps, reopen_s, reopen_rss = grow(root / "index", size, step, batch, near, payload, seed)
-        disk = steps[-1].disk_bytes_per_doc
+        steps, reopen_s, reopen_rss = grow(root / "index", size, step, batch, near, payload, seed, save_so_far)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    first, last = steps[0], steps[-1]
-    summary = {"last_over_first": last.us_per_doc / first.us_per_doc,
-               "peak_rss_mib": max(s.peak_rss_mib for s in steps), "reopen_first_query_s": reopen_s,
-               "rss_after_reopen_mib": reopen_rss, "disk_bytes_per_doc": disk}
-    click.echo(f"first step {first.us_per_doc:.1f} us/doc, last {last.us_per_doc:.1f} "
+    summary = {"complete": True, **_cost_and_memory(steps), "reopen_first_query_s": reopen_s,
+               "rss_after_reopen_mib": reopen_rss}
+    click.echo(f"first step {steps[0].us_per_doc:.1f} us/doc, last {steps[-1].us_per_doc:.1f} "
                f"({summary['last_over_first']:.2f}x); peak RSS {summary['peak_rss_mib']:.0f} MiB; "
-               f"reopen + first query {reopen_s:.2f} s; disk {disk:.0f} B/doc")
-    params = {"size": size, "step": step, "batch": batch, "near": near, "payload": payload, "seed": seed,
-              "k": K, "bands": BANDS, "code_commit": code}
-    target = save_json(str(out), "scale", {"params": params, "summary": summary,
-                                           "steps": [asdict(s) for s in steps]})
-    plot(steps, out / "scale.png")
+               f"reopen + first query {reopen_s:.2f} s; disk {summary['disk_bytes_per_doc']:.0f} B/doc")
+    target = save(steps, summary)
     click.echo(f"saved {target} and {out / 'scale.png'}")
+
+
+def _cost_and_memory(steps: list[Step]) -> dict[str, float]:
+    first, last = steps[0], steps[-1]
+    return {"last_over_first": last.us_per_doc / first.us_per_doc,
+            "cpu_last_over_first": last.cpu_us_per_doc / first.cpu_us_per_doc,
+            "peak_rss_mib": max(s.peak_rss_mib for s in steps), "disk_bytes_per_doc": last.disk_bytes_per_doc}

@@ -7,6 +7,7 @@ pages, deletes of entries that sit in runs, a clean reopen and a crash that forc
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import numpy as np
 
 from stream.index import BlockIndex
 from stream.index.bands.runs import PAGE
-from stream.index.bands.tables import BandTables
+from stream.index.bands.tables import MANIFEST, RUN_LAYOUT, BandTables
 
 
 def _found(tables: BandTables, t: np.ndarray, v: np.ndarray) -> set[tuple[int, int]]:
@@ -82,6 +83,21 @@ def test_a_persisted_run_set_reopens_only_with_its_stamp(tmp_path: Path) -> None
     stale = BandTables(tmp_path / "bands", b"another stamp", memtable_entries=64)
     assert not stale.reused and len(stale) == 0
     assert [p.name for p in (tmp_path / "bands").iterdir()] == [], "unusable runs are removed"
+
+
+def test_runs_of_another_filter_layout_are_not_reused(tmp_path: Path) -> None:
+    """Runs written before the filter's blocks followed the tag (a manifest without ``layout``) would
+    answer from a filter addressed otherwise: the stamp matches, yet they are rebuilt."""
+    tables = BandTables(tmp_path / "bands", memtable_entries=64)
+    tables.add_many(np.full(100, 4), np.arange(100, dtype=np.uint64), np.arange(100, dtype=np.uint64))
+    stamp = tables.persist()
+    tables.close()
+    manifest = tmp_path / "bands" / MANIFEST
+    old = json.loads(manifest.read_text())
+    assert old.pop("layout") == RUN_LAYOUT
+    manifest.write_text(json.dumps(old))
+    again = BandTables(tmp_path / "bands", stamp, memtable_entries=64)
+    assert not again.reused and len(again) == 0
 
 
 def _brute_band_mates(docs: dict[str, list[int]], query: list[int]) -> set[str]:

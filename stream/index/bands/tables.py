@@ -35,6 +35,8 @@ from stream.index.bands.runs import SortedRun, band_tags, merged_chunks, sorted_
 
 DEFAULT_MEMTABLE_ENTRIES = 1 << 22  # ~175k documents of 24 bands; ~140 MB with its log
 MANIFEST = "manifest.json"
+# How a run's filter is addressed (bands/runs.py): runs of another layout are rebuilt from the records.
+RUN_LAYOUT = 2
 
 
 class BandTables:
@@ -104,10 +106,10 @@ class BandTables:
 
     def _log(self, tags: np.ndarray, handles: np.ndarray) -> None:
         end = self._logged + len(tags)
-        if end > len(self._log_tags):
-            size = max(2 * len(self._log_tags), end, 1 << 16)
-            self._log_tags = np.resize(self._log_tags, size)
-            self._log_handles = np.resize(self._log_handles, size)
+        if end > len(self._log_tags):  # once at the memtable's size, kept across flushes (pages are touched once)
+            size = max(2 * len(self._log_tags), end, self.memtable_entries)
+            self._log_tags = _grown(self._log_tags, self._logged, size)
+            self._log_handles = _grown(self._log_handles, self._logged, size)
         self._log_tags[self._logged : end] = tags
         self._log_handles[self._logged : end] = handles
         self._logged = end
@@ -122,11 +124,12 @@ class BandTables:
         self.dead += self._logged - len(self.memtable)  # logged, then removed from the memtable
         run = SortedRun.write(self._run_path(), sorted_chunks(tags, handles), len(tags))
         self.memtable = BandMap()
-        self._log_tags = np.empty(0, dtype=np.uint64)
-        self._log_handles = np.empty(0, dtype=np.uint64)
         self._logged = 0
         while self.runs and self.runs[-1].count <= 2 * run.count:
             older = self.runs.pop()
+            # their filters go before the merged one is made: ~1.5 bytes per entry less at the peak
+            older.drop_filter()
+            run.drop_filter()
             merged = SortedRun.write(self._run_path(), merged_chunks(older, run), older.count + run.count)
             older.remove()
             run.remove()
@@ -148,7 +151,8 @@ class BandTables:
         for run in self.runs:
             run.sync()
         stamp = secrets.token_hex(16).encode()
-        manifest = {"stamp": stamp.decode(), "runs": [run.path.name for run in self.runs], "dead": self.dead}
+        manifest = {"stamp": stamp.decode(), "layout": RUN_LAYOUT, "runs": [run.path.name for run in self.runs],
+                    "dead": self.dead}
         partial = self.directory / (MANIFEST + ".part")
         with open(partial, "w") as out:
             out.write(json.dumps(manifest))
@@ -167,7 +171,8 @@ class BandTables:
         assert self.directory is not None
         path = self.directory / MANIFEST
         manifest: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-        matched = stamp is not None and manifest.get("stamp", "").encode() == stamp
+        matched = (stamp is not None and manifest.get("stamp", "").encode() == stamp
+                   and manifest.get("layout") == RUN_LAYOUT)
         keep: set[str] = set(manifest["runs"]) if matched else set()
         if matched:
             self.runs = [SortedRun.open(self.directory / name) for name in manifest["runs"]]
@@ -178,6 +183,13 @@ class BandTables:
             if file.name != MANIFEST and file.name.split(".")[0] + ".dat" not in keep:
                 file.unlink()
         return matched
+
+
+def _grown(array: np.ndarray, used: int, size: int) -> np.ndarray:
+    """``array``'s first ``used`` items in a new array of ``size`` (np.resize would fill the rest too)."""
+    grown = np.empty(size, dtype=array.dtype)
+    grown[:used] = array[:used]
+    return grown
 
 
 def _tags(tables: np.ndarray, values: np.ndarray) -> np.ndarray:
