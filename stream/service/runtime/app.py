@@ -22,6 +22,7 @@ from stream.detect import DecodedFingerprints
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError, DedupError
 from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
+from stream.service.runtime.backlog import Backlog
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.runtime.patches import committed_offsets, install_patches, known_ends, partition_db, request_seek
@@ -193,6 +194,7 @@ class DedupApp:
         config, matching = s.fingerprint_config(), s.match_settings()
         # the fingerprints the document stage serializes, decoded once for every probe partition here
         decoded = DecodedFingerprints()
+        self.backlog = Backlog(s.backlog_lag, settle=s.revision_interval)
         self.documents = DocumentStage(config, matching, self.topics, self.output, decoded)
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
@@ -202,7 +204,8 @@ class DedupApp:
                                  self.output, verify_once=s.verify_once, late_allowance=s.late_allowance,
                                  band_dir=lambda partition: band_runs / str(partition), decoded=decoded)
         self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches,
-                                  revision_interval=s.revision_interval)
+                                  revision_interval=s.revision_interval, backlog_hold=s.backlog_hold,
+                                  behind=self.backlog)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
         self.pipeline.warm_up()
@@ -372,13 +375,18 @@ class DedupApp:
 
         @self.app.timer(interval=2.0)
         async def repeat_ledger_seeks() -> None:
+            lag = 0
             for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
                     ends, fetched = known_ends(self.app.consumer, inputs[stage])
                     committed = committed_offsets(self.app.consumer)
                     self._request_seeks(ledger.stalled(ends, fetched, committed))
-                    metrics.set_lag(stage, self._lags(ledger, ends))
+                    lags = self._lags(ledger, ends)
+                    metrics.set_lag(stage, lags)
+                    lag += sum(max(0, n) for n in lags.values())
+            if not self.app.rebalancing:
+                self.backlog.measure(lag)
 
         @self.app.timer(interval=1.0)
         async def release_revisions() -> None:

@@ -20,6 +20,8 @@ from stream.storage import KVStore
 # UTF-8 document id starts with 0xFF, nor does the ledger's key (0xFF 0xFE).
 HELD_PREFIX = b"\xff\xfdheld:"
 REVISION_INTERVAL = 30.0  # seconds: a document's verdict is republished at most once per interval
+# while the worker is behind, revisions wait until it has caught up, at most this long after the last publish
+BACKLOG_HOLD = 600.0
 
 
 class GatherStage:
@@ -27,10 +29,15 @@ class GatherStage:
 
     def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
                  clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES,
-                 revision_interval: float = REVISION_INTERVAL) -> None:
+                 revision_interval: float = REVISION_INTERVAL, backlog_hold: float = BACKLOG_HOLD,
+                 behind: Callable[[], bool] = lambda: False) -> None:
         self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
         self.max_matches = max_matches
         self.revision_interval = revision_interval
+        # a backlog read unevenly across input partitions brings a document's earlier near copies over
+        # minutes, each a revision: while ``behind()`` they are merged and held (docs/service.md)
+        self.backlog_hold = max(backlog_hold, revision_interval)
+        self.behind = behind
         self.dead = DeadLetters(output, topics.dlq)
 
     def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
@@ -60,8 +67,8 @@ class GatherStage:
                     if was_held:
                         writes.append((held_key(doc), None))
                     continue
-                if due and revision and self.clock() < state.published_at + self.revision_interval:
-                    state.held = True  # merged; published by ``release`` once the interval has passed
+                if due and revision and (self.behind() or self.clock() < state.published_at + self.revision_interval):
+                    state.held = True  # merged; published by ``release`` once the interval (or the backlog) is over
                     if not was_held:
                         writes.append((held_key(doc), _due(state.published_at + self.revision_interval)))
                 elif due:
@@ -83,9 +90,13 @@ class GatherStage:
 
     def release(self, partition: int, now: float | None = None) -> list[tuple[bytes, bytes]]:
         """Publish the held revisions of ``partition`` that are due; their (held key, state as read),
-        for ``released`` once those verdicts are delivered (so a crash before then publishes them again)."""
+        for ``released`` once those verdicts are delivered (so a crash before then publishes them again).
+        A held key holds the end of the document's interval; while the worker is behind, a revision is
+        due only ``backlog_hold`` after the last publish."""
         store = self.store_for(partition)
         now = self.clock() if now is None else now
+        if self.behind():
+            now -= self.backlog_hold - self.revision_interval
         due = [key for key, when in store.scan_prefix(HELD_PREFIX) if struct.unpack(">d", when)[0] <= now]
         out = []
         for key, raw in zip(due, store.multi_get([key[len(HELD_PREFIX):] for key in due]), strict=True):
