@@ -26,7 +26,7 @@ from stream.service.runtime.backlog import Backlog
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.runtime.patches import committed_offsets, install_patches, known_ends, partition_db, request_seek
-from stream.service.runtime.process_tuning import set_switch_interval
+from stream.service.runtime.process_tuning import heap_trimmer, set_switch_interval
 from stream.service.runtime.recovery import DATA_LOSS_MARKER
 from stream.service.runtime.tablestore import FaustTableStore
 from stream.service.settings import Settings
@@ -42,6 +42,7 @@ BLOCKS_TABLE = "blocks"  # names fixed by topology/topics.yaml: {app_id}-blocks-
 GATHER_TABLE = "gather_state"
 POSITIONS_TABLE = "positions"
 LEDGER_SAVE_SECONDS = 1.0
+HEAP_TRIM_SECONDS = 60.0  # how often freed C-heap pages go back to the system (process_tuning.heap_trimmer)
 
 
 READY_FILE = "READY"
@@ -387,6 +388,7 @@ class DedupApp:
                     lag += sum(max(0, n) for n in lags.values())
             if not self.app.rebalancing:
                 self.backlog.measure(lag)
+                metrics.BEHIND.set(int(self.backlog()))
 
         @self.app.timer(interval=1.0)
         async def release_revisions() -> None:
@@ -394,6 +396,12 @@ class DedupApp:
                 await self._release_revisions()
             except Exception as exc:
                 self.fatal(exc, "gather")
+
+        trim = heap_trimmer()
+        if trim is not None:
+            @self.app.timer(interval=HEAP_TRIM_SECONDS)
+            async def trim_heap() -> None:
+                trim()
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
