@@ -376,7 +376,7 @@ class DedupApp:
 
         @self.app.timer(interval=2.0)
         async def repeat_ledger_seeks() -> None:
-            lag = 0
+            lag, measured = 0, False
             for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
@@ -384,9 +384,11 @@ class DedupApp:
                     committed = committed_offsets(self.app.consumer)
                     self._request_seeks(ledger.stalled(ends, fetched, committed))
                     lags = self._lags(ledger, ends)
-                    metrics.set_lag(stage, lags)
-                    lag += sum(max(0, n) for n in lags.values())
-            if not self.app.rebalancing:
+                    metrics.set_lag(stage, {tp: n or 0 for tp, n in lags.items()})
+                    # a new group's partition before its first batch: all of it is still to come
+                    lag += sum(max(0, ends[tp] if n is None else n) for tp, n in lags.items())
+                    measured = measured or bool(ends)
+            if measured:
                 self.backlog.measure(lag)
                 metrics.BEHIND.set(int(self.backlog()))
 
@@ -423,16 +425,17 @@ class DedupApp:
             self.gather.released(partition, done)
         await self._flush(mark)
 
-    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
+    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int | None]:
         """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
-        else (nothing processed since the assignment) from the group's committed offset."""
+        else (nothing processed since the assignment) from the group's committed offset; None when
+        neither is known (a new group before its first batch)."""
         committed = committed_offsets(self.app.consumer)
-        lags = {}
+        lags: dict[TP, int | None] = {}
         for tp, end in ends.items():
             position = ledger.position(tp)
             if position is None:
                 position = committed.get(tp)  # faust's TP is a (topic, partition) named tuple
-            lags[tp] = end - position if position is not None else 0
+            lags[tp] = end - position if position is not None else None
         return lags
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:

@@ -13,20 +13,24 @@ class Backlog:
 
     def __init__(self, lag_limit: int, settle: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.lag_limit, self.settle, self.clock = lag_limit, settle, clock
-        self.behind = False  # until a lag is measured: a worker with no backlog never holds for one
+        # until a lag is measured (a worker starts on a backlog as often as not): held
+        self.behind = True
+        self.measured = False
         self.lag = 0
         self._below_since: float | None = None
 
     def measure(self, lag: int) -> None:
-        """The records not yet processed in the worker's input partitions, all stages together."""
+        """The records not yet processed in the worker's input partitions, all stages together. The
+        first measurement at or below the limit ends the wait at once: there was no backlog."""
         self.lag = lag
+        first, self.measured = not self.measured, True
         if lag > self.lag_limit:
             self.behind, self._below_since = True, None
             return
         now = self.clock()
         if self._below_since is None:
             self._below_since = now
-        if self.behind and now - self._below_since >= self.settle:
+        if first or (self.behind and now - self._below_since >= self.settle):
             self.behind = False
 
     def __call__(self) -> bool:
