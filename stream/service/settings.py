@@ -94,7 +94,7 @@ class Settings:
     # backlog_lag, revisions are held until it has stayed at or below it for a revision interval, at most
     # backlog_hold after the document's last publish (docs/service.md, "Revisions")
     backlog_lag: int = 1000
-    backlog_hold: float = 600.0
+    backlog_hold: float = 3600.0
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)

@@ -21,7 +21,7 @@ from stream.storage import KVStore
 HELD_PREFIX = b"\xff\xfdheld:"
 REVISION_INTERVAL = 30.0  # seconds: a document's verdict is republished at most once per interval
 # while the worker is behind, revisions wait until it has caught up, at most this long after the last publish
-BACKLOG_HOLD = 600.0
+BACKLOG_HOLD = 3600.0
 
 
 class GatherStage:
@@ -107,19 +107,24 @@ class GatherStage:
         return out
 
     def released(self, partition: int, released: Sequence[tuple[bytes, bytes]]) -> None:
-        """Mark the revisions ``release`` published as published, unless their state changed meanwhile
-        (then ``release`` finds them again)."""
+        """Mark the revisions ``release`` published as published. A state that changed meanwhile (a
+        revision merged since) stays held, due a revision interval after this publish."""
         store = self.store_for(partition)
         docs = [key[len(HELD_PREFIX):] for key, _ in released]
         writes: list[tuple[bytes, bytes | None]] = []
+        now = self.clock()
         for (key, before), doc, raw in zip(released, docs, store.multi_get(docs), strict=True):
-            if raw != (before or None):
+            if raw is None:
+                writes.append((key, None))
                 continue
-            writes.append((key, None))
-            if raw is not None:
-                state = GatherState.from_json(loads(raw), self.max_matches)
-                state.held, state.published_at = False, self.clock()
-                writes.append((doc, dumps(state.to_json())))
+            state = GatherState.from_json(loads(raw), self.max_matches)
+            state.published_at = now
+            if raw == (before or None) or not state.held:
+                state.held = False
+                writes.append((key, None))
+            else:
+                writes.append((key, _due(now + self.revision_interval)))
+            writes.append((doc, dumps(state.to_json())))
         if writes:
             store.write_ops(writes)
 
