@@ -363,10 +363,11 @@ def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies
     print(f"{n} copies: {sent['revisions']} revision entries for {sent['revised_pairs']} revised pairs")
 
 
-def _shuffled_copies(n: int, out: Out, now: list[float], every: float, behind: Callable[[], bool]
-                     ) -> tuple[GatherStage, list[float]]:
+def _shuffled_copies(n: int, out: Out, now: list[float], every: float, behind: Callable[[], bool], held_back: int = 0
+                     ) -> tuple[GatherStage, list[float], Callable[[], None]]:
     """``n`` copies of one poem in shuffled event-time order, 10 batches ``every`` seconds apart on the
-    clock ``now[0]``: the gather stage, and each copy's event time."""
+    clock ``now[0]``, but the last ``held_back`` copies: the gather stage, each copy's event time, and
+    what sends those last copies."""
     text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
     ts = [float((i * 7919) % n) for i in range(n)]
     records = [(f"c{i}".encode(), json.dumps({"id": f"c{i}", "text": text, "ts": ts[i]}).encode(), 0, i, 1.0)
@@ -377,11 +378,12 @@ def _shuffled_copies(n: int, out: Out, now: list[float], every: float, behind: C
     pipeline = Pipeline(DocumentStage(CONFIG, MATCHING, TOPICS, out),  # type: ignore[arg-type]
                         ProbeStage(CONFIG, MATCHING, TOPICS, defaultdict(MemoryStore).__getitem__, out),  # type: ignore[arg-type]
                         gather, out, TOPICS, owned=lambda: EVERYTHING)  # type: ignore[arg-type]
-    step = max(1, n // 10)
-    for i in range(0, n, step):
-        _records([records[i : i + step]], pipeline, out)
+    first = n - held_back
+    step = max(1, first // 10)
+    for i in range(0, first, step):
+        _records([records[i : min(first, i + step)]], pipeline, out)
         now[0] += every
-    return gather, ts
+    return gather, ts, lambda: _records([records[first:]], pipeline, out) and None
 
 
 def test_revisions_within_the_interval_are_published_together_once_it_ends() -> None:
@@ -391,7 +393,7 @@ def test_revisions_within_the_interval_are_published_together_once_it_ends() -> 
     every revision at once. A release whose verdicts were never confirmed (``released``: a crash
     before delivery) publishes them again."""
     n, now, out = 120, [1000.0], Out()
-    gather, ts = _shuffled_copies(n, out, now, every=1.0, behind=lambda: False)
+    gather, ts, _ = _shuffled_copies(n, out, now, every=1.0, behind=lambda: False)
     assert all(not gather.release(p) for p in range(PARTITIONS)), "nothing is due within the interval"
     now[0] += 30.0
     released = {p: gather.release(p) for p in range(PARTITIONS)}
@@ -414,7 +416,7 @@ def test_revisions_are_held_while_the_worker_is_behind() -> None:
     revisions wait past the interval, until it has caught up or ``backlog_hold`` after the last publish,
     and then go out once each with the verdicts of publishing every revision at once."""
     n, now, out, behind = 120, [1000.0], Out(), [True]
-    gather, ts = _shuffled_copies(n, out, now, every=30.0, behind=lambda: behind[0])  # over 5 minutes
+    gather, ts, _ = _shuffled_copies(n, out, now, every=30.0, behind=lambda: behind[0])  # over 5 minutes
     firsts = len([v for t, _, v in out.sent if t == "verdicts" and v])
     assert firsts == n
     now[0] += 30.0
@@ -436,6 +438,32 @@ def test_revisions_are_held_while_the_worker_is_behind() -> None:
     final = {v["id"]: v for v in verdicts}
     assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
 
+
+def test_a_revision_merged_while_a_release_is_delivered_waits_an_interval() -> None:
+    """``release`` publishes the held revisions; before their delivery is confirmed (``released``),
+    earlier copies arrive and revise them again: that new revision stays held a revision interval
+    after the release, not published by the next tick."""
+    n, now, out = 120, [1000.0], Out()
+    gather, ts, rest = _shuffled_copies(n, out, now, every=1.0, behind=lambda: False, held_back=12)
+    now[0] += 30.0
+    released = {p: gather.release(p) for p in range(PARTITIONS)}
+    assert sum(map(len, released.values())) > 10
+    rest()  # the last 12 copies: earlier event times for many of the released ones
+    assert Counter(json.loads(v)["id"] for t, _, v in out.sent if t == "verdicts" and v).most_common(1)[0][1] <= 2
+    for p, done in released.items():
+        gather.released(p, done)
+    verdicts = lambda: Counter(json.loads(v)["id"] for t, _, v in out.sent if t == "verdicts" and v)  # noqa: E731
+    before = verdicts()
+    now[0] += 1.0
+    assert all(not gather.release(p) for p in range(PARTITIONS)), "held an interval after the release"
+    now[0] += 30.0
+    again = {p: gather.release(p) for p in range(PARTITIONS)}
+    for p, done in again.items():
+        gather.released(p, done)
+    assert sum(map(len, again.values())) > 0
+    assert max(verdicts().values()) <= 3 and max(before.values()) <= 2
+    final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+    assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
 
 def test_backlog_ends_once_the_lag_stays_low_for_the_settle_time() -> None:
     now = [0.0]

@@ -67,7 +67,10 @@ class GatherStage:
                     if was_held:
                         writes.append((held_key(doc), None))
                     continue
-                if due and revision and (self.behind() or self.clock() < state.published_at + self.revision_interval):
+                # a held state takes further revisions into its hold (it may be being released right now:
+                # ``released`` keeps what came meanwhile held an interval after that publish)
+                if due and revision and (was_held or self.behind()
+                                         or self.clock() < state.published_at + self.revision_interval):
                     state.held = True  # merged; published by ``release`` once the interval (or the backlog) is over
                     if not was_held:
                         writes.append((held_key(doc), _due(state.published_at + self.revision_interval)))
