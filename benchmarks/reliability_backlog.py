@@ -58,7 +58,8 @@ def backlog(run: Run) -> dict[str, Any]:
         watch = VerdictWatch(d)
         samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20))
         watch.close()
-        settled_table(d, ids, run.scale.timeout, settle=REVISION_INTERVAL + 5)  # the last held revisions too
+        # the held revisions too: a backlog's go out a revision interval after the worker caught up
+        settled_table(d, ids, run.scale.timeout, settle=2 * REVISION_INTERVAL + 5)
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
         counts = accounted(d, n)
         log = (d.tmp / "w.log").read_text(errors="replace")

@@ -31,6 +31,8 @@ REVISED = Counter("dedup_verdicts_revised_total", "Verdicts revised after public
 READY = Gauge("dedup_ready", "1 while the worker is assigned, its tables recovered and consuming (GET /ready)")
 LAG = Gauge("dedup_consumer_lag", "Records of an input partition not yet processed by this worker (the partition's "
             "end minus the agent's position); stage documents is the documents topic", ["stage", "topic", "partition"])
+BEHIND = Gauge("dedup_backlog_holding_revisions", "1 while the worker is behind its input (lag above backlog_lag, "
+                "until it has stayed below for a revision interval) and holds revisions until it catches up")
 HOPS = Counter("dedup_hops_total", "Messages handed to the next stage, by hop (probe/gather) and route: "
                "local (a partition this worker owns, no Kafka round trip) or kafka", ["hop", "route"])
 REVISIONS = Counter("dedup_revisions_sent_total", "Revisions sent to later documents (one per pair)")

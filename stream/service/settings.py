@@ -90,6 +90,11 @@ class Settings:
     # a document's verdict is republished (revised: true) at most once per interval; the revisions
     # between are merged and published together when it ends (docs/service.md, "The pipeline")
     revision_interval: float = 30.0
+    # while the worker's input lag (records not yet processed, all its partitions and stages) is above
+    # backlog_lag, revisions are held until it has stayed at or below it for a revision interval, at most
+    # backlog_hold after the document's last publish (docs/service.md, "Revisions")
+    backlog_lag: int = 1000
+    backlog_hold: float = 3600.0
     # Kafka's default message.max.bytes: larger documents are rejected by `dedup publish` up front
     max_message_bytes: int = 1_000_000
     security: Security = field(default_factory=Security)
@@ -149,13 +154,14 @@ def _coerce(name: str, raw: Any) -> Any:
         return None
     if name == "data_dir":
         return Path(str(raw))
-    if name in {"retention", "late_allowance", "task_timeout", "revision_interval"}:
+    if name in {"retention", "late_allowance", "task_timeout", "revision_interval",
+                "backlog_hold"}:
         if name == "retention" and str(raw).strip().lower() in ("", "none"):
             return _NONE
         return parse_duration(raw, name)
     if name in {"partitions", "index_partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
                 "fetch_max_wait_ms", "max_message_bytes", "containment_min_shingles", "max_matches", "bands",
-                "prefix_bands", "short_text_chars"}:
+                "prefix_bands", "short_text_chars", "backlog_lag"}:
         try:
             return int(raw)
         except ValueError as exc:
@@ -235,6 +241,8 @@ def load_settings(config_file: str | Path | None = None, env: dict[str, str] | N
     settings = Settings(**values, security=Security.checked(**security))
     if settings.task_timeout <= 0:
         raise ConfigError(f"task_timeout must be a positive duration, got {settings.task_timeout:g} s")
+    if settings.backlog_lag < 0:
+        raise ConfigError(f"backlog_lag must be a number of records >= 0, got {settings.backlog_lag}")
     settings.match_settings()  # checks ranges (threshold 0-1 ...) with one message each
     settings.fingerprint_config()
     return settings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import time
@@ -139,6 +140,31 @@ def test_hot_documents_and_repeated_ids_stay_bounded_and_accounted(deployment: D
         assert v["match_count"] == earlier
     counts = deployment.outcomes()
     assert counts["unaccounted"] == 0 and counts["superseded"] >= 1, counts
+
+
+def test_a_backlog_s_revisions_wait_until_the_worker_has_caught_up(deployment: Deployment) -> None:
+    """300 copies in shuffled event-time order spread over a backlog of 3,300 documents, the revision
+    interval 1 s: while the worker is behind (lag above backlog_lag 100) their revisions are held, so
+    each copy gets its first verdict and at most one revision, and the final verdicts are exact."""
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 4
+    copies = [{"id": f"copy-{i:04d}", "text": text, "ts": 1_700_000_000 + (i * 7919) % 300} for i in range(300)]
+    rng = random.Random(37)
+    cjk = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    others = [{"id": f"other-{i:04d}", "text": "".join(rng.choices(cjk, k=80)), "ts": 1_600_000_000 + i}
+              for i in range(3000)]
+    backlog = [*others]
+    for i, doc in enumerate(copies):
+        backlog.insert(i * 11, doc)
+    deployment.publish(backlog)
+    deployment.start_worker("w", env={"DEDUP_BACKLOG_LAG": "100"})
+    table = deployment.final_table(len(backlog), timeout=300, settle=5.0)
+    records = deployment.read(deployment.verdicts, timeout=10)
+    per_copy = Counter(r["id"] for r in records if r["id"].startswith("copy-"))
+    assert max(per_copy.values()) == 2, per_copy.most_common(3)  # a first verdict and one revision
+    for doc in copies:
+        earlier = sum((d["ts"], d["id"]) < (doc["ts"], doc["id"]) for d in copies)
+        assert table[doc["id"]]["match_count"] == earlier
+    assert deployment.outcomes()["unaccounted"] == 0
 
 
 def test_a_broker_that_lost_its_data_stops_the_worker_with_what_to_do(tmp_path: Path,

@@ -7,12 +7,13 @@ import json
 import os
 import random
 from collections import Counter, defaultdict
-from collections.abc import Container
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
 from stream.detect import DecodedFingerprints, MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.service.runtime.backlog import Backlog
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
 from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
 from stream.service.stages.stage_values import Hops
@@ -362,27 +363,37 @@ def test_copies_arriving_out_of_order_make_revision_entries_linear_in_the_copies
     print(f"{n} copies: {sent['revisions']} revision entries for {sent['revised_pairs']} revised pairs")
 
 
+def _shuffled_copies(n: int, out: Out, now: list[float], every: float, behind: Callable[[], bool], held_back: int = 0
+                     ) -> tuple[GatherStage, list[float], Callable[[], None]]:
+    """``n`` copies of one poem in shuffled event-time order, 10 batches ``every`` seconds apart on the
+    clock ``now[0]``, but the last ``held_back`` copies: the gather stage, each copy's event time, and
+    what sends those last copies."""
+    text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    ts = [float((i * 7919) % n) for i in range(n)]
+    records = [(f"c{i}".encode(), json.dumps({"id": f"c{i}", "text": text, "ts": ts[i]}).encode(), 0, i, 1.0)
+               for i in range(n)]
+    gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
+    gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: now[0],  # type: ignore[arg-type]
+                         revision_interval=30.0, backlog_hold=600.0, behind=behind)
+    pipeline = Pipeline(DocumentStage(CONFIG, MATCHING, TOPICS, out),  # type: ignore[arg-type]
+                        ProbeStage(CONFIG, MATCHING, TOPICS, defaultdict(MemoryStore).__getitem__, out),  # type: ignore[arg-type]
+                        gather, out, TOPICS, owned=lambda: EVERYTHING)  # type: ignore[arg-type]
+    first = n - held_back
+    step = max(1, first // 10)
+    for i in range(0, first, step):
+        _records([records[i : min(first, i + step)]], pipeline, out)
+        now[0] += every
+    return gather, ts, lambda: _records([records[first:]], pipeline, out) and None
+
+
 def test_revisions_within_the_interval_are_published_together_once_it_ends() -> None:
     """Copies arriving out of canonical order over 10 batches a second apart revise earlier arrivals in
     almost every batch: with a 30 s revision interval each copy has its first verdict and at most one
     revision, released once the interval has passed, and the final verdicts are those of publishing
     every revision at once. A release whose verdicts were never confirmed (``released``: a crash
     before delivery) publishes them again."""
-    n, text = 120, "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
-    ts = [float((i * 7919) % n) for i in range(n)]
-    records = [(f"c{i}".encode(), json.dumps({"id": f"c{i}", "text": text, "ts": ts[i]}).encode(), 0, i, 1.0)
-               for i in range(n)]
-    now = [1000.0]
-    out = Out()
-    gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
-    gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: now[0],  # type: ignore[arg-type]
-                         revision_interval=30.0)
-    pipeline = Pipeline(DocumentStage(CONFIG, MATCHING, TOPICS, out),  # type: ignore[arg-type]
-                        ProbeStage(CONFIG, MATCHING, TOPICS, defaultdict(MemoryStore).__getitem__, out),  # type: ignore[arg-type]
-                        gather, out, TOPICS, owned=lambda: EVERYTHING)  # type: ignore[arg-type]
-    for i in range(0, n, 12):
-        _records([records[i : i + 12]], pipeline, out)
-        now[0] += 1.0
+    n, now, out = 120, [1000.0], Out()
+    gather, ts, _ = _shuffled_copies(n, out, now, every=1.0, behind=lambda: False)
     assert all(not gather.release(p) for p in range(PARTITIONS)), "nothing is due within the interval"
     now[0] += 30.0
     released = {p: gather.release(p) for p in range(PARTITIONS)}
@@ -398,3 +409,81 @@ def test_revisions_within_the_interval_are_published_together_once_it_ends() -> 
     assert max(per_id.values()) <= 3 and sum(per_id.values()) <= 2 * n + repeated
     final = {v["id"]: v for v in verdicts}
     assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
+
+
+def test_revisions_are_held_while_the_worker_is_behind() -> None:
+    """A backlog brings a document's earlier copies over minutes: while the worker is behind, its
+    revisions wait past the interval, until it has caught up or ``backlog_hold`` after the last publish,
+    and then go out once each with the verdicts of publishing every revision at once."""
+    n, now, out, behind = 120, [1000.0], Out(), [True]
+    gather, ts, _ = _shuffled_copies(n, out, now, every=30.0, behind=lambda: behind[0])  # over 5 minutes
+    firsts = len([v for t, _, v in out.sent if t == "verdicts" and v])
+    assert firsts == n
+    now[0] += 30.0
+    assert all(not gather.release(p) for p in range(PARTITIONS)), "behind: nothing is due within backlog_hold"
+    now[0] = 1000.0 + 600.0 + 0.5  # backlog_hold after the first batch's verdicts: those copies are due
+    early = {p: gather.release(p) for p in range(PARTITIONS)}
+    assert 0 < sum(map(len, early.values())) <= n // 10
+    for p, done in early.items():
+        gather.released(p, done)
+    behind[0] = False  # caught up: everything held is due
+    rest = {p: gather.release(p) for p in range(PARTITIONS)}
+    for p, done in rest.items():
+        gather.released(p, done)
+    assert all(not gather.release(p) for p in range(PARTITIONS))
+    verdicts = [json.loads(v) for t, _, v in out.sent if t == "verdicts" and v]
+    per_id = Counter(v["id"] for v in verdicts)
+    assert max(per_id.values()) == 2
+    assert sum(per_id.values()) - n == sum(map(len, rest.values())) + sum(map(len, early.values())) > n // 2
+    final = {v["id"]: v for v in verdicts}
+    assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
+
+
+def test_a_revision_merged_while_a_release_is_delivered_waits_an_interval() -> None:
+    """``release`` publishes the held revisions; before their delivery is confirmed (``released``),
+    earlier copies arrive and revise them again: that new revision stays held a revision interval
+    after the release, not published by the next tick."""
+    n, now, out = 120, [1000.0], Out()
+    gather, ts, rest = _shuffled_copies(n, out, now, every=1.0, behind=lambda: False, held_back=12)
+    now[0] += 30.0
+    released = {p: gather.release(p) for p in range(PARTITIONS)}
+    assert sum(map(len, released.values())) > 10
+    rest()  # the last 12 copies: earlier event times for many of the released ones
+    assert Counter(json.loads(v)["id"] for t, _, v in out.sent if t == "verdicts" and v).most_common(1)[0][1] <= 2
+    for p, done in released.items():
+        gather.released(p, done)
+    verdicts = lambda: Counter(json.loads(v)["id"] for t, _, v in out.sent if t == "verdicts" and v)  # noqa: E731
+    before = verdicts()
+    now[0] += 1.0
+    assert all(not gather.release(p) for p in range(PARTITIONS)), "held an interval after the release"
+    now[0] += 30.0
+    again = {p: gather.release(p) for p in range(PARTITIONS)}
+    for p, done in again.items():
+        gather.released(p, done)
+    assert sum(map(len, again.values())) > 0
+    assert max(verdicts().values()) <= 3 and max(before.values()) <= 2
+    final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+    assert all(final[f"c{i}"]["match_count"] == int(ts[i]) for i in range(n))
+
+def test_backlog_ends_once_the_lag_stays_low_for_the_settle_time() -> None:
+    now = [0.0]
+    backlog = Backlog(lag_limit=1000, settle=30.0, clock=lambda: now[0])
+    assert backlog(), "nothing measured yet (a start is often a backlog)"
+    backlog.measure(500)
+    assert not backlog(), "the first measurement is low: there was no backlog"
+    backlog.measure(5000)
+    assert backlog()
+    for t, lag in ((2.0, 900), (20.0, 10), (28.0, 0)):
+        now[0] = t
+        backlog.measure(lag)
+        assert backlog(), f"lag {lag} at {t} s: not yet settled"
+    now[0] = 40.0
+    backlog.measure(1001)  # above the limit again: the settle time starts over
+    now[0] = 60.0
+    backlog.measure(0)
+    now[0] = 89.0
+    backlog.measure(0)
+    assert backlog()
+    now[0] = 90.0
+    backlog.measure(0)
+    assert not backlog()

@@ -22,10 +22,11 @@ from stream.detect import DecodedFingerprints
 from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError, DedupError
 from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
+from stream.service.runtime.backlog import Backlog
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.runtime.patches import committed_offsets, install_patches, known_ends, partition_db, request_seek
-from stream.service.runtime.process_tuning import set_switch_interval
+from stream.service.runtime.process_tuning import heap_trimmer, set_switch_interval
 from stream.service.runtime.recovery import DATA_LOSS_MARKER
 from stream.service.runtime.tablestore import FaustTableStore
 from stream.service.settings import Settings
@@ -41,6 +42,7 @@ BLOCKS_TABLE = "blocks"  # names fixed by topology/topics.yaml: {app_id}-blocks-
 GATHER_TABLE = "gather_state"
 POSITIONS_TABLE = "positions"
 LEDGER_SAVE_SECONDS = 1.0
+HEAP_TRIM_SECONDS = 60.0  # how often freed C-heap pages go back to the system (process_tuning.heap_trimmer)
 
 
 READY_FILE = "READY"
@@ -193,6 +195,7 @@ class DedupApp:
         config, matching = s.fingerprint_config(), s.match_settings()
         # the fingerprints the document stage serializes, decoded once for every probe partition here
         decoded = DecodedFingerprints()
+        self.backlog = Backlog(s.backlog_lag, settle=s.revision_interval)
         self.documents = DocumentStage(config, matching, self.topics, self.output, decoded)
         self._block_stores: dict[int, FaustTableStore] = {}
         self._gather_stores: dict[int, FaustTableStore] = {}
@@ -202,7 +205,8 @@ class DedupApp:
                                  self.output, verify_once=s.verify_once, late_allowance=s.late_allowance,
                                  band_dir=lambda partition: band_runs / str(partition), decoded=decoded)
         self.gather = GatherStage(self.topics, self.output, self._gather_store, max_matches=matching.max_matches,
-                                  revision_interval=s.revision_interval)
+                                  revision_interval=s.revision_interval, backlog_hold=s.backlog_hold,
+                                  behind=self.backlog)
         self.pipeline = Pipeline(self.documents, self.probes, self.gather, self.output, self.topics,
                                  owned=self._owned if s.local_hops else frozenset)
         self.pipeline.warm_up()
@@ -372,13 +376,21 @@ class DedupApp:
 
         @self.app.timer(interval=2.0)
         async def repeat_ledger_seeks() -> None:
+            lag, measured = 0, False
             for stage, ledger in self.ledgers.items():
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
                     ends, fetched = known_ends(self.app.consumer, inputs[stage])
                     committed = committed_offsets(self.app.consumer)
                     self._request_seeks(ledger.stalled(ends, fetched, committed))
-                    metrics.set_lag(stage, self._lags(ledger, ends))
+                    lags = self._lags(ledger, ends)
+                    metrics.set_lag(stage, {tp: n or 0 for tp, n in lags.items()})
+                    # a new group's partition before its first batch: all of it is still to come
+                    lag += sum(max(0, ends[tp] if n is None else n) for tp, n in lags.items())
+                    measured = measured or bool(ends)
+            if measured:
+                self.backlog.measure(lag)
+                metrics.BEHIND.set(int(self.backlog()))
 
         @self.app.timer(interval=1.0)
         async def release_revisions() -> None:
@@ -386,6 +398,12 @@ class DedupApp:
                 await self._release_revisions()
             except Exception as exc:
                 self.fatal(exc, "gather")
+
+        trim = heap_trimmer()
+        if trim is not None:
+            @self.app.timer(interval=HEAP_TRIM_SECONDS)
+            async def trim_heap() -> None:
+                trim()
 
         self.app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
 
@@ -407,16 +425,17 @@ class DedupApp:
             self.gather.released(partition, done)
         await self._flush(mark)
 
-    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int]:
+    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int | None]:
         """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
-        else (nothing processed since the assignment) from the group's committed offset."""
+        else (nothing processed since the assignment) from the group's committed offset; None when
+        neither is known (a new group before its first batch)."""
         committed = committed_offsets(self.app.consumer)
-        lags = {}
+        lags: dict[TP, int | None] = {}
         for tp, end in ends.items():
             position = ledger.position(tp)
             if position is None:
                 position = committed.get(tp)  # faust's TP is a (topic, partition) named tuple
-            lags[tp] = end - position if position is not None else 0
+            lags[tp] = end - position if position is not None else None
         return lags
 
     async def _on_revoked(self, sender: Any, revoked: set[Any], **kwargs: Any) -> None:

@@ -20,6 +20,8 @@ from stream.storage import KVStore
 # UTF-8 document id starts with 0xFF, nor does the ledger's key (0xFF 0xFE).
 HELD_PREFIX = b"\xff\xfdheld:"
 REVISION_INTERVAL = 30.0  # seconds: a document's verdict is republished at most once per interval
+# while the worker is behind, revisions wait until it has caught up, at most this long after the last publish
+BACKLOG_HOLD = 3600.0
 
 
 class GatherStage:
@@ -27,10 +29,15 @@ class GatherStage:
 
     def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
                  clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES,
-                 revision_interval: float = REVISION_INTERVAL) -> None:
+                 revision_interval: float = REVISION_INTERVAL, backlog_hold: float = BACKLOG_HOLD,
+                 behind: Callable[[], bool] = lambda: False) -> None:
         self.topics, self.output, self.store_for, self.clock = topics, output, store_for, clock
         self.max_matches = max_matches
         self.revision_interval = revision_interval
+        # a backlog read unevenly across input partitions brings a document's earlier near copies over
+        # minutes, each a revision: while ``behind()`` they are merged and held (docs/service.md)
+        self.backlog_hold = max(backlog_hold, revision_interval)
+        self.behind = behind
         self.dead = DeadLetters(output, topics.dlq)
 
     def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
@@ -60,8 +67,11 @@ class GatherStage:
                     if was_held:
                         writes.append((held_key(doc), None))
                     continue
-                if due and revision and self.clock() < state.published_at + self.revision_interval:
-                    state.held = True  # merged; published by ``release`` once the interval has passed
+                # a held state takes further revisions into its hold (it may be being released right now:
+                # ``released`` keeps what came meanwhile held an interval after that publish)
+                if due and revision and (was_held or self.behind()
+                                         or self.clock() < state.published_at + self.revision_interval):
+                    state.held = True  # merged; published by ``release`` once the interval (or the backlog) is over
                     if not was_held:
                         writes.append((held_key(doc), _due(state.published_at + self.revision_interval)))
                 elif due:
@@ -83,9 +93,13 @@ class GatherStage:
 
     def release(self, partition: int, now: float | None = None) -> list[tuple[bytes, bytes]]:
         """Publish the held revisions of ``partition`` that are due; their (held key, state as read),
-        for ``released`` once those verdicts are delivered (so a crash before then publishes them again)."""
+        for ``released`` once those verdicts are delivered (so a crash before then publishes them again).
+        A held key holds the end of the document's interval; while the worker is behind, a revision is
+        due only ``backlog_hold`` after the last publish."""
         store = self.store_for(partition)
         now = self.clock() if now is None else now
+        if self.behind():
+            now -= self.backlog_hold - self.revision_interval
         due = [key for key, when in store.scan_prefix(HELD_PREFIX) if struct.unpack(">d", when)[0] <= now]
         out = []
         for key, raw in zip(due, store.multi_get([key[len(HELD_PREFIX):] for key in due]), strict=True):
@@ -96,19 +110,24 @@ class GatherStage:
         return out
 
     def released(self, partition: int, released: Sequence[tuple[bytes, bytes]]) -> None:
-        """Mark the revisions ``release`` published as published, unless their state changed meanwhile
-        (then ``release`` finds them again)."""
+        """Mark the revisions ``release`` published as published. A state that changed meanwhile (a
+        revision merged since) stays held, due a revision interval after this publish."""
         store = self.store_for(partition)
         docs = [key[len(HELD_PREFIX):] for key, _ in released]
         writes: list[tuple[bytes, bytes | None]] = []
+        now = self.clock()
         for (key, before), doc, raw in zip(released, docs, store.multi_get(docs), strict=True):
-            if raw != (before or None):
+            if raw is None:
+                writes.append((key, None))
                 continue
-            writes.append((key, None))
-            if raw is not None:
-                state = GatherState.from_json(loads(raw), self.max_matches)
-                state.held, state.published_at = False, self.clock()
-                writes.append((doc, dumps(state.to_json())))
+            state = GatherState.from_json(loads(raw), self.max_matches)
+            state.published_at = now
+            if raw == (before or None) or not state.held:
+                state.held = False
+                writes.append((key, None))
+            else:
+                writes.append((key, _due(now + self.revision_interval)))
+            writes.append((doc, dumps(state.to_json())))
         if writes:
             store.write_ops(writes)
 
