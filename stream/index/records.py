@@ -147,6 +147,12 @@ class RecordColumns:
         return ((self.masks >> np.uint64(t)) & np.uint64(1)).astype(bool)
 
 
+# Memo entries per RecordCodec map: a partition owning some of 28 tables meets a new set of them with
+# almost every document (~2.3 KB a document, never freed, in a 250k-document backlog), so the memo
+# starts again once it holds this many; the common sets come back at once.
+MASK_MEMO = 4096
+
+
 class RecordCodec:
     """Encodes and decodes the records of an index with ``table_count`` tables (the mask's width)."""
 
@@ -160,6 +166,8 @@ class RecordCodec:
     def mask_bytes(self, tables: frozenset[int]) -> bytes:
         mask = self._masks.get(tables)
         if mask is None:
+            if len(self._masks) >= MASK_MEMO:
+                self._masks.clear()
             mask = self._masks[tables] = sum(1 << t for t in tables).to_bytes(self.mask_len, "little")
         return mask
 
@@ -183,6 +191,8 @@ class RecordCodec:
         bands = tuple((band, 0) for band in flat)
         tables = self._tables_of_mask.get(mask)
         if tables is None:
+            if len(self._tables_of_mask) >= MASK_MEMO:
+                self._tables_of_mask.clear()
             tables = self._tables_of_mask[mask] = frozenset(t for t in range(self.table_count) if mask >> t & 1)
         payload, pos = record_tail(value, self.head, n)
         return StoredDocument(fingerprint, ts, tables, bands, value[pos:].decode("utf-8", "surrogatepass"), payload)
