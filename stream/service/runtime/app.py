@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -383,7 +383,7 @@ class DedupApp:
                     ends, fetched = known_ends(self.app.consumer, inputs[stage])
                     committed = committed_offsets(self.app.consumer)
                     self._request_seeks(ledger.stalled(ends, fetched, committed))
-                    lags = self._lags(ledger, ends)
+                    lags = self._lags(ledger, ends, committed)
                     metrics.set_lag(stage, {tp: n or 0 for tp, n in lags.items()})
                     # a new group's partition before its first batch: all of it is still to come
                     lag += sum(max(0, ends[tp] if n is None else n) for tp, n in lags.items())
@@ -425,11 +425,11 @@ class DedupApp:
             self.gather.released(partition, done)
         await self._flush(mark)
 
-    def _lags(self, ledger: InputLedger, ends: dict[TP, int]) -> dict[TP, int | None]:
+    @staticmethod
+    def _lags(ledger: InputLedger, ends: dict[TP, int], committed: Mapping[Any, int | None]) -> dict[TP, int | None]:
         """Per assigned partition: records up to ``end`` not yet processed, from the ledger's position,
         else (nothing processed since the assignment) from the group's committed offset; None when
         neither is known (a new group before its first batch)."""
-        committed = committed_offsets(self.app.consumer)
         lags: dict[TP, int | None] = {}
         for tp, end in ends.items():
             position = ledger.position(tp)

@@ -16,13 +16,11 @@ class Backlog:
         # until a lag is measured (a worker starts on a backlog as often as not): held
         self.behind = True
         self.measured = False
-        self.lag = 0
         self._below_since: float | None = None
 
     def measure(self, lag: int) -> None:
         """The records not yet processed in the worker's input partitions, all stages together. The
         first measurement at or below the limit ends the wait at once: there was no backlog."""
-        self.lag = lag
         first, self.measured = not self.measured, True
         if lag > self.lag_limit:
             self.behind, self._below_since = True, None
