@@ -35,8 +35,8 @@ def dedup(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         os.environ.clear()
         os.environ.update(saved)
         cli._debug.update(debug)
-    return subprocess.CompletedProcess(["dedup", *args], code if isinstance(code, int) else 1, out.getvalue(),
-                                       err.getvalue())
+    status = 0 if code is None else code if isinstance(code, int) else 1  # as the interpreter exits
+    return subprocess.CompletedProcess(["dedup", *args], status, out.getvalue(), err.getvalue())
 
 
 def dedup_process(*args: str, env: dict[str, str] | None = None, timeout: float = 60,

@@ -37,9 +37,9 @@ def made_up_fingerprint(config: FingerprintConfig) -> Fingerprint:
 def main(index_only: bool) -> None:
     settings = load_settings(env={})  # the defaults, as the test deployments run them
     config, matching = settings.fingerprint_config(), settings.match_settings()
+    detector = matching.detector(BlockIndex(None, k=matching.k, bands=config.band_tables, store=MemoryStore()))
     if index_only:
-        warm_up(matching.detector(BlockIndex(None, k=matching.k, bands=config.band_tables, store=MemoryStore())),
-                made_up_fingerprint(config))
+        warm_up(detector, made_up_fingerprint(config))
         return
     index_part = subprocess.Popen([sys.executable, "-m", "tests.harness.warm", INDEX_ONLY])
     try:
@@ -48,8 +48,7 @@ def main(index_only: bool) -> None:
         index_part.wait()
     finally:
         index_part.kill()  # stopped with this process when the run ends first
-    index = BlockIndex(None, k=matching.k, bands=config.band_tables, store=MemoryStore())
-    warm_up(matching.detector(index), fp)  # what is still missing: the real fingerprint's own types
+    warm_up(detector, fp)  # what is still missing: the real fingerprint's own types
 
 
 if __name__ == "__main__":
