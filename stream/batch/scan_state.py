@@ -65,14 +65,14 @@ def state_index(path: str, k: int, bands: int) -> BlockIndex:
 
 
 def _meta(fp: Fingerprinter, matching: MatchSettings, next_seq: int) -> dict[str, Any]:
-    return {"schema": fp.schema, "fingerprint": fp.config.describe(fp.segmenter.settings),
+    return {"schema": fp.schema, "fingerprint": fp.describe(),
             "matching": matching.describe(), "next_seq": next_seq}
 
 
 def _schema_mismatch(root: Path, meta: dict[str, Any], fingerprinter: Fingerprinter) -> str:
     """What differs (the settings, and what each schema version means) and what to do."""
     changed, new_version = schema_changes(meta.get("fingerprint") or {},
-                                          fingerprinter.config.describe(fingerprinter.segmenter.settings))
+                                          fingerprinter.describe())
     if new_version:
         advice = "this release cannot make the old fingerprints; scan the documents again into a new --state directory"
     else:

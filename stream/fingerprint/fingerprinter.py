@@ -54,6 +54,12 @@ class Fingerprinter:
         self.compiled_words = (cfg.segmenter == "auto" and cfg.weighting in COUNT_WEIGHTINGS and not cfg.pos_tags
                                and self.stream_idf is None)
         self.schema = cfg.schema_id(SEGMENTATION_SETTINGS)
+        self._token_settings = SEGMENTATION_SETTINGS
+
+    def describe(self) -> dict[str, Any]:
+        """The schema's settings, as state records them: every backend gives the same tokens, so no
+        segmenter is loaded for it (importing rjieba is ~0.17 s of CPU)."""
+        return self.config.describe(self._token_settings)
 
     @property
     def segmenter(self) -> Segmenter:

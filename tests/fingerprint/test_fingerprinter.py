@@ -121,3 +121,13 @@ def test_without_bands_keeps_everything_verification_reads(fingerprinter: Finger
 def test_schema_changes_with_settings() -> None:
     assert Fingerprinter().schema != Fingerprinter(FingerprintConfig(bands=8)).schema
     assert Fingerprinter().schema == Fingerprinter(FingerprintConfig()).schema
+
+
+def test_describe_needs_no_segmenter_and_names_every_backends_tokens() -> None:
+    from stream.text import get_segmenter
+
+    fp = Fingerprinter(FingerprintConfig())
+    described = fp.describe()
+    assert fp._segmenter is None  # the state's description loaded no backend (rjieba's import is ~0.17 s)
+    for backend in ("jieba", "rjieba"):
+        assert described == fp.config.describe(get_segmenter(backend).settings)

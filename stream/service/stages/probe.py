@@ -81,7 +81,7 @@ class ProbeStage:
         self.dead = DeadLetters(output, topics.dlq)
         fingerprinter = Fingerprinter(config)
         self.settings = dumps({"schema": fingerprinter.schema, "matching": matching.describe(),
-                               "fingerprint": config.describe(fingerprinter.segmenter.settings)})
+                               "fingerprint": fingerprinter.describe()})
         self._detectors: dict[int, tuple[KVStore, Detector, BufferedStore]] = {}
         self._checkpointed: dict[int, float] = {}  # partition -> when its index statistics were written
         self._newest: dict[int, float] = {}  # partition -> the latest event time it has indexed
