@@ -45,7 +45,9 @@ from stream.service.settings import LOG_FORMATS, LOG_LEVELS
 def worker(config: str | None, **overrides: Any) -> None:
     """Run a dedup worker: documents in, verdicts out. Scale by starting more with the same app id."""
     from stream.service.runtime.worker_process import run_worker
+    from stream.startup import lean_cache_loads
 
+    lean_cache_loads()  # ~0.15 s less before the first verdict (stream.startup)
     settings = settings_of(config, **overrides)
     sys.exit(run_worker(settings, lambda m: click.echo(m, err=True)))
 
