@@ -214,7 +214,7 @@ def containment_in_sample(small: Sketch, large: Sketch) -> tuple[float, float] |
     tested exactly against that sample; None without a sample or with fewer than SAMPLE_MIN of them.
 
     The hashes below a bound are a uniform sample of the smaller set, so the share m / n of them
-    found is a binomial estimate; its error is the Agresti-Coull one ((m + 2) / (n + 4): an all-found
+    found is a binomial estimate; its error is Agresti & Coull 1998's ((m + 2) / (n + 4): an all-found
     count of a few hashes does not read as certain), with the finite-population factor.
     """
     if large.sample is None or large.kind != _KIND_BBIT:
