@@ -108,15 +108,20 @@ def make_sketch(shingles: np.ndarray, spec: SketchSpec, exact_shingles: int = 0,
     h32 = (shingles >> U64(32)).astype(np.uint32)
     if len(h32) * 4 <= spec.budget or len(h32) <= exact_shingles:
         return Sketch(_KIND_EXACT, np.unique(h32), len(shingles))
-    kept, below = hash_sample(h32, len(h32), sample.from_shingles, sample.below, sample.most)
-    return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles),  # OPH ignores repeats: no unique needed
-                  kept if below else None, int(below))
+    kept, below = None, 0
+    if sample.from_shingles and len(h32) >= sample.from_shingles:  # hash_sample, written with numpy
+        kept, below = np.unique(h32[h32 < sample.below]), sample.below
+        if len(kept) > sample.most:
+            kept, below = kept[: sample.most], int(kept[sample.most - 1]) + 1
+    return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles), kept, below)  # OPH ignores repeats
 
 
 @njit(cache=True)
 def hash_sample(h32: np.ndarray, size: int, from_shingles: int, below: int, most: int) -> tuple[np.ndarray, int]:
     """(the sorted unique hashes of ``h32`` under a bound, the bound): ``below``, lowered to keep at
-    most ``most`` of them; (empty, 0) for a set of fewer than ``from_shingles`` (or 0) shingles."""
+    most ``most`` of them; (empty, 0) for a set of fewer than ``from_shingles`` (or 0) shingles.
+    For compiled callers (fused.py): called from Python, its returned array can fail numba's
+    conversion ("descr is NULL") after other kernels ran, so ``make_sketch`` does the same in numpy."""
     if from_shingles <= 0 or size < from_shingles:
         return np.empty(0, dtype=np.uint32), 0
     kept = np.empty(len(h32), dtype=np.uint32)
