@@ -41,6 +41,7 @@ class Fingerprinter:
 
         self.config = config or FingerprintConfig()
         self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
+        self.sample = self.config.sample
         self._segmenter: Segmenter | None = None
         if self.config.segmenter != "auto":
             self._segmenter = self.segmenter  # an explicit backend that is not installed fails here
@@ -149,7 +150,7 @@ class Fingerprinter:
         found = document_parts(codes, self.spec, char_n=cfg.char_n, word_n=cfg.word_n, share=cfg.cjk_share,
                                exact_shingles=cfg.sketch_exact_shingles, bands=cfg.bands, rows=cfg.rows,
                                vote=by_shingles, prefix_chars=cfg.prefix_chars, prefix_count=cfg.prefix_bands,
-                               prefix_rows=cfg.prefix_rows, words=words)
+                               prefix_rows=cfg.prefix_rows, words=words, sample=self.sample)
         parts = found.shingles
         bands = parts.bands + found.prefix if found.prefix else parts.bands
         if by_shingles:

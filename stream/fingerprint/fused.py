@@ -27,7 +27,16 @@ from stream.fingerprint.bands import _SEED, EXTENSION_ROWS, _band_keys
 from stream.fingerprint.hashing import _CODE_SALT, _fmix_array, _ngrams, murmur3_128, utf8_into
 from stream.fingerprint.minhash import _oph
 from stream.fingerprint.shingles import CJK_SHARE, _is_char_text
-from stream.fingerprint.sketch import _KIND_BBIT, _KIND_EXACT, Sketch, SketchSpec, _low_bits
+from stream.fingerprint.sketch import (
+    _KIND_BBIT,
+    _KIND_EXACT,
+    NO_SAMPLE,
+    SampleSpec,
+    Sketch,
+    SketchSpec,
+    _low_bits,
+    hash_sample,
+)
 from stream.fingerprint.words import word_simhash, word_tables
 from stream.text.normal_form import exact_form_into
 from stream.text.segment import ALNUM, char_classes, code_points, is_space
@@ -108,9 +117,10 @@ def _shingles(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int,
 
 @njit(cache=True)
 def _parts(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
-           bins: int, bits: int, exact_shingles: int, bands: int, rows: int, band_bins: int, vote: bool
-           ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.uint64]:
-    # -> (set size, sketch kind, exact data, b-bit data, band values, extensions, simhash)
+           bins: int, bits: int, exact_shingles: int, bands: int, rows: int, band_bins: int, vote: bool,
+           sample: tuple[int, int, int]) -> tuple[Any, ...]:
+    # -> (set size, sketch kind, exact data, b-bit data, band values, extensions, simhash, hash sample,
+    # its bound); sample: SampleSpec's (from_shingles, below, most)
     shingles = _shingles(codes, classes, share, char_n, word_n)
     size = len(shingles)
     h32 = np.empty(size, dtype=np.uint32)
@@ -119,10 +129,12 @@ def _parts(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, wo
     # make_sketch: exact when the 32-bit hashes fit the budget or there are at most exact_shingles,
     # else b-bit OPH of fmix64(h32)
     exact, bbit = np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.uint8)
+    kept, below = np.empty(0, dtype=np.uint32), 0
     if size * 4 <= budget or size <= exact_shingles:
         kind, exact = _KIND_EXACT, np.unique(h32)
     else:
         kind, bbit = _KIND_BBIT, _low_bits(_oph(h32, bins, np.uint64(0), True), bits)
+        kept, below = hash_sample(h32, size, sample[0], sample[1], sample[2])
     # lsh_bands: seeded OPH of the 64-bit shingle hashes
     if bands == 0 or size == 0:
         values, ext = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64)
@@ -137,7 +149,7 @@ def _parts(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, wo
         for bit in range(64):
             if 2 * ones[bit] > size:
                 sim |= np.uint64(1) << np.uint64(bit)
-    return size, kind, exact, bbit, values, ext, sim
+    return size, kind, exact, bbit, values, ext, sim, kept, below
 
 
 @njit(cache=True)
@@ -178,19 +190,24 @@ def content_hash(codes: np.ndarray) -> bytes:
 
 def shingle_parts(text: str | np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3,
                   share: float = CJK_SHARE, exact_shingles: int = 0, bands: int = 16, rows: int = 5,
-                  vote: bool = False) -> ShingleParts:
-    """``make_sketch`` (with ``exact_shingles``), ``lsh_bands`` and (``vote``) ``simhash`` of
-    ``shingle_hashes(text)``; ``text`` may be given as its ``code_points``."""
+                  vote: bool = False, sample: SampleSpec = NO_SAMPLE) -> ShingleParts:
+    """``make_sketch`` (with ``exact_shingles`` and ``sample``), ``lsh_bands`` and (``vote``) ``simhash``
+    of ``shingle_hashes(text)``; ``text`` may be given as its ``code_points``."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
     codes = code_points(text) if isinstance(text, str) else text
     out = _parts(codes, char_classes(), float(share), char_n, word_n, spec.budget, spec.bins, spec.bits, exact_shingles,
-                 bands, rows, band_bins, vote)
+                 bands, rows, band_bins, vote, _sample_args(sample))
     return _shingle_parts(*out)
 
 
+def _sample_args(sample: SampleSpec) -> tuple[int, int, int]:
+    return sample.from_shingles, sample.below, sample.most
+
+
 def _shingle_parts(size: int, kind: int, exact: np.ndarray, bbit: np.ndarray, values: np.ndarray, ext: np.ndarray,
-                   sim: np.uint64) -> ShingleParts:
-    return ShingleParts(Sketch(kind, exact if kind == _KIND_EXACT else bbit, size), _pairs(values, ext), size, int(sim))
+                   sim: np.uint64, kept: np.ndarray, below: int) -> ShingleParts:
+    sketch = Sketch(kind, exact if kind == _KIND_EXACT else bbit, size, kept if below else None, int(below))
+    return ShingleParts(sketch, _pairs(values, ext), size, int(sim))
 
 
 class DocumentParts(NamedTuple):
@@ -203,12 +220,12 @@ class DocumentParts(NamedTuple):
 @njit(cache=True)
 def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int, word_n: int, budget: int,
               bins: int, bits: int, exact_shingles: int, bands: int, rows: int, band_bins: int, vote: bool,
-              prefix_chars: int, prefix_bins: int, prefix_count: int, prefix_rows: int, words: bool, table: np.ndarray,
-              root: np.ndarray, log_freqs: np.ndarray, log_total: float, features: np.ndarray, stop: np.ndarray,
-              binary: bool) -> tuple[Any, ...]:
+              sample: tuple[int, int, int], prefix_chars: int, prefix_bins: int, prefix_count: int, prefix_rows: int,
+              words: bool, table: np.ndarray, root: np.ndarray, log_freqs: np.ndarray, log_total: float,
+              features: np.ndarray, stop: np.ndarray, binary: bool) -> tuple[Any, ...]:
     # _parts + _prefix_bands + _content_hash + word_simhash in one call (one dispatch, one cached kernel)
     parts = _parts(codes, classes, share, char_n, word_n, budget, bins, bits, exact_shingles, bands, rows, band_bins,
-                   vote)
+                   vote, sample)
     prefixed = parts[0] > 0 and bands > 0 and prefix_count > 0
     pv, pe = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint64)
     if prefixed:
@@ -223,8 +240,9 @@ def _document(codes: np.ndarray, classes: np.ndarray, share: float, char_n: int,
 
 def document_parts(codes: np.ndarray, spec: SketchSpec, *, char_n: int = 5, word_n: int = 3, share: float = CJK_SHARE,
                    exact_shingles: int = 0, bands: int = 16, rows: int = 5, vote: bool = False, prefix_chars: int = 400,
-                   prefix_count: int = 8, prefix_rows: int = 5, words: str | None = None) -> DocumentParts:
-    """``shingle_parts`` (with ``exact_shingles``), ``prefix_bands`` (over ``codes[:prefix_chars]``, when
+                   prefix_count: int = 8, prefix_rows: int = 5, words: str | None = None,
+                   sample: SampleSpec = NO_SAMPLE) -> DocumentParts:
+    """``shingle_parts`` (with ``exact_shingles`` and ``sample``), ``prefix_bands`` (over ``codes[:prefix_chars]``, when
     there are bands and shingles), ``content_hash`` and (``words``: "tf" or "binary") ``compiled_word_simhash`` of a
     normalized text (``codes = code_points(text)``) in one compiled call."""
     band_bins = 1 << (bands * (rows + EXTENSION_ROWS) - 1).bit_length() if bands else 1
@@ -232,9 +250,9 @@ def document_parts(codes: np.ndarray, spec: SketchSpec, *, char_n: int = 5, word
     tables = word_tables()
     trie = tables.trie
     out = _document(codes, tables.classes, float(share), char_n, word_n, spec.budget, spec.bins, spec.bits,
-                    exact_shingles, bands, rows, band_bins, vote, prefix_chars, prefix_bins, prefix_count, prefix_rows,
-                    words is not None, trie.table, trie.root, trie.log_freqs, trie.log_total, tables.features,
-                    tables.stop_hashes, words == "binary")
+                    exact_shingles, bands, rows, band_bins, vote, _sample_args(sample), prefix_chars, prefix_bins,
+                    prefix_count, prefix_rows, words is not None, trie.table, trie.root, trie.log_freqs,
+                    trie.log_total, tables.features, tables.stop_hashes, words == "binary")
     parts, prefixed, pv, pe, h1, h2, n_words, sim_words = out
     return DocumentParts(_shingle_parts(*parts), _pairs(pv, pe) if prefixed else None,
                          int(h1).to_bytes(8, "little") + int(h2).to_bytes(8, "little"),

@@ -12,9 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stream.errors import ConfigError
+
+if TYPE_CHECKING:  # not at run time: reading settings must not load numba
+    from stream.fingerprint.sketch import SampleSpec
 
 SCHEMA_VERSION = 3  # raised whenever a fingerprint of the same input changes (tests/fingerprint/test_golden.py)
 # What each schema version means beyond the settings ``describe`` lists (for the message that
@@ -66,6 +69,12 @@ class FingerprintConfig:
     # beyond ``sketch_bytes``), so containment and Jaccard between two short texts are exact, not
     # estimates with a ~0.05 standard error (docs/detect.md, "Containment"). 0: what fits sketch_bytes.
     sketch_exact_shingles: int = 512
+    # Texts with at least this many distinct shingles also keep every 32-bit hash below 2^32 /
+    # ``sketch_sample_share``, at most ``sketch_sample_most`` of them (4 bytes each): a short text's
+    # containment in them is then tested on its own hashes (docs/detect.md, "Containment"). 0: none.
+    sketch_sample_from: int = 4096
+    sketch_sample_share: int = 4
+    sketch_sample_most: int = 2048
     bands: int = 16
     rows: int = 5
     # LSH bands over the shingles of the first ``prefix_chars`` characters of the content only, in
@@ -91,8 +100,17 @@ class FingerprintConfig:
             raise ConfigError(f"prefix_chars must be >= char_n ({self.char_n})")
         if self.sketch_exact_shingles < 0:
             raise ConfigError("sketch_exact_shingles must be >= 0")
+        if self.sketch_sample_from < 0 or self.sketch_sample_share < 1 or self.sketch_sample_most < 1:
+            raise ConfigError("sketch_sample_from must be >= 0, sketch_sample_share and sketch_sample_most >= 1")
         if not 0.0 <= self.cjk_share <= 1.0:
             raise ConfigError("cjk_share must be between 0 and 1")
+
+    @property
+    def sample(self) -> SampleSpec:
+        """The hash sample long texts keep beside their b-bit sketch."""
+        from stream.fingerprint.sketch import SampleSpec
+
+        return SampleSpec(self.sketch_sample_from, self.sketch_sample_share, self.sketch_sample_most)
 
     @property
     def band_tables(self) -> int:

@@ -28,6 +28,7 @@ from stream.fingerprint.sketch import (
     SIDE_SPEC,
     SketchSpec,
     containment_error,
+    containment_in_sample,
     containment_in_sketch,
     estimate_containment,
     estimate_jaccard,
@@ -55,9 +56,12 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
         containment = estimate_containment(a.sketch, b.sketch, spec, jaccard)
         error = containment_error(a.sketch, b.sketch, spec, jaccard)
         small, large = (a.sketch, b.sketch) if a.sketch.size <= b.sketch.size else (b.sketch, a.sketch)
-        tested = containment_in_sketch(small, large, spec) if error > 0.1 else None
-        if tested is not None and tested[1] < error:  # a short text against a long one: test its shingles
-            containment, error = tested
+        # a short text against a long one: its hashes tested against the long one's sample, else
+        # against its b-bit bins; the estimate with the smallest error is taken
+        for tested in (containment_in_sample(small, large) if error > 0 else None,
+                       containment_in_sketch(small, large, spec) if error > 0.1 else None):
+            if tested is not None and tested[1] < error:
+                containment, error = tested
     content = jaccard
     if a.short_grams is not None and b.short_grams is not None:
         content = max(content, estimate_jaccard(a.short_grams, b.short_grams, SHORT_SPEC))

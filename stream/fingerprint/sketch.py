@@ -11,6 +11,10 @@ verification 0.97-0.99; docs/fingerprint.md). Two forms, one byte budget:
   2 * sqrt(p (1 - p) / 4096) ~ 0.009 (p = (1 + J) / 2) versus sqrt(J (1 - J) / 128) ~ 0.035 with 128
   32-bit values (Li & König 2010).
 An exact sketch can always be turned into the b-bit form, so any two sketches compare.
+A long text's b-bit sketch also keeps a ``sample``: every 32-bit shingle hash below a fixed threshold
+(``SampleSpec``), so a short text's shingles below it are tested exactly against it: containment of a
+short text in a 10,000-shingle one is then a binomial count with a ~0.04 standard error, where the
+estimate from the b-bit bins has 0.2-1.0 (``containment_in_sample``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,22 @@ class SketchSpec:
         return self.budget * 8 // self.bits
 
 
+@dataclass(frozen=True)
+class SampleSpec:
+    """Which texts keep a hash sample, and how large: sets of at least ``from_shingles`` keep every
+    32-bit hash below 2^32 / ``share``, at most ``most`` of them (then the ``most`` smallest)."""
+
+    from_shingles: int = 0  # 0: no sample
+    share: int = 4
+    most: int = 2048
+
+    @property
+    def below(self) -> int:
+        return (1 << 32) // self.share
+
+
+NO_SAMPLE = SampleSpec()
+SAMPLE_MIN = 16  # sampled shingles of the smaller text below which the sample is not used
 SIDE_SPEC = SketchSpec(budget=256, bits=1)  # side information (tags, keywords...): Wang & Wang 2019's term
 SHORT_SPEC = SketchSpec(budget=1024, bits=1)  # exact character 3-grams of a short text, up to 256 of them
 
@@ -46,15 +66,21 @@ class Sketch:
     kind: int
     data: np.ndarray  # exact: sorted unique uint32 hashes; bbit: uint8 bin values (low b bits)
     size: int  # number of distinct shingles
+    # bbit only, optional: sorted unique uint32 hashes, every one of the set's below ``sample_below``
+    sample: np.ndarray | None = None
+    sample_below: int = 0
 
     def to_bytes(self, spec: SketchSpec) -> bytes:
         head = bytes([self.kind]) + int(self.size).to_bytes(4, "little")
         if self.kind == _KIND_EXACT:
             return head + self.data.astype("<u4").tobytes()
+        # after the bins (their length follows from the spec): the sample's bound and hashes, if any
+        tail = b"" if self.sample is None else (
+            int(self.sample_below).to_bytes(8, "little") + self.sample.astype("<u4").tobytes())
         if spec.bits == 1:  # the default: one packbits instead of a (bins x 1) bit matrix (~40 us)
-            return head + np.packbits(self.data, bitorder="little").tobytes()
+            return head + np.packbits(self.data, bitorder="little").tobytes() + tail
         bits = np.unpackbits(self.data[:, None], axis=1, count=spec.bits, bitorder="little")
-        return head + np.packbits(bits.ravel(), bitorder="little").tobytes()
+        return head + np.packbits(bits.ravel(), bitorder="little").tobytes() + tail
 
     @classmethod
     def from_bytes(cls, raw: bytes, spec: SketchSpec) -> Sketch:
@@ -62,20 +88,52 @@ class Sketch:
         body = np.frombuffer(raw[5:], dtype=np.uint8)
         if kind == _KIND_EXACT:
             return cls(kind, body.view("<u4").astype(np.uint32), size)
+        end = spec.bins * spec.bits // 8
+        sample, below = None, 0
+        if len(body) > end:
+            below = int.from_bytes(raw[5 + end : 13 + end], "little")
+            sample = body[end + 8 :].view("<u4").astype(np.uint32)
         if spec.bits == 1:
-            return cls(kind, np.unpackbits(body, count=spec.bins, bitorder="little"), size)
-        bits = np.unpackbits(body, bitorder="little")[: spec.bins * spec.bits].reshape(spec.bins, spec.bits)
+            return cls(kind, np.unpackbits(body[:end], count=spec.bins, bitorder="little"), size, sample, below)
+        bits = np.unpackbits(body[:end], bitorder="little")[: spec.bins * spec.bits].reshape(spec.bins, spec.bits)
         values = np.packbits(bits, axis=1, bitorder="little")[:, 0]
-        return cls(kind, values, size)
+        return cls(kind, values, size, sample, below)
 
 
-def make_sketch(shingles: np.ndarray, spec: SketchSpec, exact_shingles: int = 0) -> Sketch:
+def make_sketch(shingles: np.ndarray, spec: SketchSpec, exact_shingles: int = 0,
+                sample: SampleSpec = NO_SAMPLE) -> Sketch:
     """Sketch of a sorted unique uint64 shingle-hash array: exact when its 32-bit hashes fit the
-    budget or there are at most ``exact_shingles`` of them."""
+    budget or there are at most ``exact_shingles`` of them; else b-bit, with a hash sample when
+    ``sample`` asks for one."""
     h32 = (shingles >> U64(32)).astype(np.uint32)
     if len(h32) * 4 <= spec.budget or len(h32) <= exact_shingles:
         return Sketch(_KIND_EXACT, np.unique(h32), len(shingles))
-    return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles))  # OPH ignores repeats: no unique needed
+    kept, below = None, 0
+    if sample.from_shingles and len(h32) >= sample.from_shingles:  # hash_sample, written with numpy
+        kept, below = np.unique(h32[h32 < sample.below]), sample.below
+        if len(kept) > sample.most:
+            kept, below = kept[: sample.most], int(kept[sample.most - 1]) + 1
+    return Sketch(_KIND_BBIT, _bbit(h32, spec), len(shingles), kept, below)  # OPH ignores repeats
+
+
+@njit(cache=True)
+def hash_sample(h32: np.ndarray, size: int, from_shingles: int, below: int, most: int) -> tuple[np.ndarray, int]:
+    """(the sorted unique hashes of ``h32`` under a bound, the bound): ``below``, lowered to keep at
+    most ``most`` of them; (empty, 0) for a set of fewer than ``from_shingles`` (or 0) shingles.
+    For compiled callers (fused.py): called from Python, its returned array can fail numba's
+    conversion ("descr is NULL") after other kernels ran, so ``make_sketch`` does the same in numpy."""
+    if from_shingles <= 0 or size < from_shingles:
+        return np.empty(0, dtype=np.uint32), 0
+    kept = np.empty(len(h32), dtype=np.uint32)
+    n = 0
+    for h in h32:
+        if h < below:
+            kept[n] = h
+            n += 1
+    kept = np.unique(kept[:n])
+    if len(kept) > most:
+        return kept[:most], int(kept[most - 1]) + 1
+    return kept, below
 
 
 def _bbit(h32: np.ndarray, spec: SketchSpec) -> np.ndarray:
@@ -153,6 +211,46 @@ def containment_in_sketch(small: Sketch, large: Sketch, spec: SketchSpec) -> tup
     estimate = float(np.dot(agree - chance, p)) / ((1.0 - chance) * weight)
     error = (chance * (1.0 - chance) / weight) ** 0.5 / (1.0 - chance)
     return min(1.0, max(0.0, estimate)), error
+
+
+def containment_in_sample(small: Sketch, large: Sketch) -> tuple[float, float] | None:
+    """Containment of the smaller set in the larger one, and its standard error, from the hashes of
+    the smaller one (all of an exact sketch, else its sample) under the larger one's sample bound,
+    tested exactly against that sample; None without a sample or with fewer than SAMPLE_MIN of them.
+
+    The hashes below a bound are a uniform sample of the smaller set, so the share m / n of them
+    found is a binomial estimate; its error is Agresti & Coull 1998's ((m + 2) / (n + 4): an all-found
+    count of a few hashes does not read as certain), with the finite-population factor.
+    """
+    if large.sample is None or large.kind != _KIND_BBIT:
+        return None
+    if small.kind == _KIND_EXACT:
+        bound, mine = large.sample_below, small.data
+    elif small.sample is not None:
+        bound, mine = min(small.sample_below, large.sample_below), small.sample
+    else:
+        return None
+    n, found = _sample_hits(mine, bound, large.sample)
+    if n < SAMPLE_MIN:
+        return None
+    p = (found + 2) / (n + 4)
+    finite = max(0.0, (small.size - n) / max(1, small.size - 1))
+    return found / n, (p * (1.0 - p) / (n + 4) * finite) ** 0.5
+
+
+@njit(cache=True)
+def _sample_hits(mine: np.ndarray, bound: int, sample: np.ndarray) -> tuple[int, int]:
+    # (hashes of ``mine`` below ``bound``, how many of them are in ``sample``): one merge of two sorted arrays
+    n = found = j = 0
+    for h in mine:
+        if h >= bound:
+            break
+        n += 1
+        while j < len(sample) and sample[j] < h:
+            j += 1
+        if j < len(sample) and sample[j] == h:
+            found += 1
+    return n, found
 
 
 def estimate_jaccard(a: Sketch, b: Sketch, spec: SketchSpec) -> float:

@@ -12,11 +12,15 @@ from stream.detect import Detector
 from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, relation
 from stream.detect.verdict import CONTAINED, SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
+from stream.fingerprint.fingerprint import Fingerprint
 from stream.fingerprint.scores import Overlap, overlap
 from stream.fingerprint.sketch import (
     EXACT,
+    SAMPLE_MIN,
+    Sketch,
     SketchSpec,
     containment_error,
+    containment_in_sample,
     containment_in_sketch,
     estimate_containment,
     estimate_jaccard,
@@ -198,3 +202,84 @@ def test_a_short_set_is_tested_against_a_long_sketch(inside: int, contained: boo
     ov = Overlap(0.0, estimate, 300, error)
     assert (relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
     assert containment_in_sketch(short_sketch, make_sketch(hashes(0, 3_000), SPEC), SPEC) is None  # too few per bin
+
+
+SAMPLE = FingerprintConfig().sample  # the default: sets of 4,096+ shingles keep a quarter, at most 2,048
+
+
+def test_a_long_set_keeps_every_hash_below_its_sample_bound() -> None:
+    for size, lowered in [(3_000, False), (6_000, False), (12_000, True)]:
+        long_set = hashes(0, size)
+        sketch = make_sketch(long_set, SPEC, 512, SAMPLE)
+        h32 = np.unique((long_set >> np.uint64(32)).astype(np.uint32))
+        if size < SAMPLE.from_shingles:
+            assert sketch.sample is None and sketch.sample_below == 0
+            continue
+        assert sketch.sample is not None
+        assert np.array_equal(sketch.sample, h32[h32 < sketch.sample_below])  # all of them, and only them
+        assert len(sketch.sample) <= SAMPLE.most
+        assert (sketch.sample_below < SAMPLE.below) is lowered  # 12,000 / 4 > 2,048: the bound comes down
+        back = Sketch.from_bytes(sketch.to_bytes(SPEC), SPEC)
+        assert back.sample is not None and np.array_equal(back.sample, sketch.sample)
+        assert back.sample_below == sketch.sample_below and np.array_equal(back.data, sketch.data)
+    plain = make_sketch(hashes(0, 12_000), SPEC, 512)
+    assert Sketch.from_bytes(plain.to_bytes(SPEC), SPEC).sample is None  # a sketch stored without one
+
+
+@pytest.mark.parametrize(("inside", "contained"), [(300, True), (285, True), (230, False), (60, False), (0, False)])
+def test_a_short_set_is_tested_against_a_long_sample(inside: int, contained: bool) -> None:
+    # 300 shingles against 12,000: ~50 of them fall under the sample bound and are tested exactly
+    long_sketch = make_sketch(hashes(0, 12_000), SPEC, 512, SAMPLE)
+    short_set = np.unique(np.concatenate([hashes(0, inside), hashes(10**8, 10**8 + 300 - inside)]))
+    short_sketch = make_sketch(short_set, SPEC, 512, SAMPLE)
+    tested = containment_in_sample(short_sketch, long_sketch)
+    assert tested is not None
+    estimate, error = tested
+    assert estimate == pytest.approx(inside / 300, abs=max(0.02, 3 * error))
+    one_bit = containment_in_sketch(short_sketch, long_sketch, SPEC)
+    assert one_bit is not None and error < 0.07 < one_bit[1]
+    assert (relation(Overlap(0.0, estimate, 300, error), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
+
+
+def test_a_sample_test_needs_enough_hashes_and_a_sample() -> None:
+    long_sketch = make_sketch(hashes(0, 12_000), SPEC, 512, SAMPLE)
+    tiny = make_sketch(hashes(0, 40), SPEC, 512)  # ~7 hashes under the bound: fewer than SAMPLE_MIN
+    assert len(tiny.data[tiny.data < long_sketch.sample_below]) < SAMPLE_MIN
+    assert containment_in_sample(tiny, long_sketch) is None
+    assert containment_in_sample(make_sketch(hashes(0, 300), SPEC, 512), make_sketch(hashes(0, 12_000), SPEC)) is None
+
+
+def test_two_long_sets_are_compared_under_the_lower_bound() -> None:
+    a_set = np.unique(np.concatenate([hashes(0, 4_500), hashes(10**8, 10**8 + 500)]))  # 90% in b
+    a, b = make_sketch(a_set, SPEC, 512, SAMPLE), make_sketch(hashes(0, 40_000), SPEC, 512, SAMPLE)
+    assert a.sample is not None and b.sample is not None and b.sample_below < a.sample_below
+    tested = containment_in_sample(a, b)
+    assert tested is not None
+    assert tested[0] == pytest.approx(0.9, abs=3 * tested[1]) and tested[1] < 0.05
+
+
+def _article(rng: np.random.Generator, n: int) -> str:
+    return _words(rng, n).replace("w", "x")  # a vocabulary of its own: no shared 3-gram with _words by chance
+
+
+def test_a_short_page_inside_a_long_archive_is_contained() -> None:
+    # a 250-word page at the start of a 12,000-word archive (so a prefix band collides): the archive's
+    # sample tests the page's own shingles; another page with the same first words is not contained
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(5)
+    page, other, rest = _article(rng, 250), _article(rng, 250), _words(rng, 12_000)
+    head = " ".join(page.split()[:60])
+    docs = {"archive": page + " " + rest, "page": page, "other": head + " " + other}
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
+    fps: dict[str, Fingerprint] = {}
+    found = {}
+    for seq, (doc_id, text) in enumerate(docs.items()):
+        fps[doc_id] = fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text}))
+        found[doc_id] = detector.probe(fps[doc_id], (float(seq), doc_id))
+    assert fps["archive"].sketch.sample is not None and fps["page"].sketch.kind == EXACT
+    (match,) = found["page"]
+    assert match.id == "archive" and match.relation == CONTAINED
+    ov = overlap(fps["page"], fps["archive"])
+    assert ov.containment_error < 0.07  # from the sample: the b-bit bins alone give ~0.15
+    assert all(m.id != "archive" for m in found["other"])
+    assert overlap(fps["other"], fps["archive"]).containment < 0.5

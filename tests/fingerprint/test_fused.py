@@ -11,7 +11,7 @@ from stream.fingerprint.features import count_and_vote, count_runs, count_simhas
 from stream.fingerprint.fused import content_hash, prefix_bands, shingle_parts, unique_hashes
 from stream.fingerprint.shingles import shingle_hashes
 from stream.fingerprint.simhash import simhash
-from stream.fingerprint.sketch import SketchSpec, make_sketch
+from stream.fingerprint.sketch import NO_SAMPLE, SampleSpec, SketchSpec, make_sketch
 from stream.text.segment import code_points, is_space
 from tests.reference.exact_form import exact_form
 
@@ -20,6 +20,8 @@ from tests.reference.exact_form import exact_form
 # re's \w (str.isalnum or "_"), a combining accent is not
 _ALPHABET = "天地玄黃宇宙洪荒日月盈昃辰宿列張寒來暑往秋收冬藏abcxyz019,.!  \t\n\u3000\u00a0\u2028\x1c_²٣ßé\u0301"
 _SPECS = (SketchSpec(), SketchSpec(64, 2), SketchSpec(16, 8))
+# none; every hash of a set of 20 or more, at most 8 of them (the bound lowered); half of them
+_SAMPLES = (NO_SAMPLE, SampleSpec(20, 1, 8), SampleSpec(1, 2, 1000))
 
 
 @njit
@@ -48,13 +50,16 @@ def test_unique_is_the_set_of_values(small: list[int], big: int) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=_ALPHABET, max_size=400), st.sampled_from(_SPECS), st.sampled_from([(16, 5), (3, 2), (0, 5)]),
-       st.sampled_from([0.05, 0.0, 0.3, 0.6, 1.0]), st.sampled_from([0, 20, 512]))
+       st.sampled_from([0.05, 0.0, 0.3, 0.6, 1.0]), st.sampled_from([0, 20, 512]), st.sampled_from(_SAMPLES))
 def test_shingle_parts_equal_the_separate_functions(text: str, spec: SketchSpec, shape: tuple[int, int],
-                                                    share: float, exact_shingles: int) -> None:
+                                                    share: float, exact_shingles: int, sample: SampleSpec) -> None:
     bands, rows = shape
     shingles = shingle_hashes(text, share=share)
-    parts = shingle_parts(text, spec, share=share, exact_shingles=exact_shingles, bands=bands, rows=rows, vote=True)
-    sketch = make_sketch(shingles, spec, exact_shingles)
+    parts = shingle_parts(text, spec, share=share, exact_shingles=exact_shingles, bands=bands, rows=rows, vote=True,
+                          sample=sample)
+    sketch = make_sketch(shingles, spec, exact_shingles, sample)
+    assert (parts.sketch.sample is None) is (sketch.sample is None)
+    assert parts.sketch.sample_below == sketch.sample_below
     assert parts.size == len(shingles)
     assert (parts.sketch.kind, parts.sketch.size) == (sketch.kind, sketch.size)
     assert parts.sketch.data.dtype == sketch.data.dtype
