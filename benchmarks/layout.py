@@ -9,9 +9,10 @@ versions, the later ones edited as reposts are: ``track_edits.edit_variant``), r
 input partitions in fetches of ``--fetch`` records, in agent batches of ``--batch``.
 
 Per P (``--partitions``, default 1..64): CPU per document of the documents stage (fingerprint, route),
-of each index partition (its probe items' decode and ``ProbeStage.handle_batch``: what a partition's
-owner spends on it) and of the gather stage; items, answers and state records per document; the
-busiest partition's share of the index work. Results: ``--out``/layout.json and layout.png.
+of the gather stage's routes (which partitions to probe and drop from), of each index partition
+(``ProbeStage.handle_batch``: what a partition's owner spends on it) and of the gather stage's answers;
+items, answers and state records per document; the busiest partition's share of the index work.
+Results: ``--out``/layout.json and layout.png.
 """
 
 from __future__ import annotations
@@ -127,10 +128,11 @@ class Layout:
     verdicts: int
     documents_us: float  # documents stage (fingerprint, route), per document
     index_us: float  # every index partition's work, per document
-    gather_us: float  # gather stage, per document
+    gather_us: float  # gather stage's answers and revisions, per document
+    route_us: float  # gather stage's routes (where to probe and drop), per document
     wire_us: float  # encode + decode of the probe items and gather entries, were every hop over Kafka
     busiest_share: float  # the busiest partition's share of the index work
-    items: float  # probe items per document
+    items: float  # probe items per document (to partitions owning its keys, and drops of earlier versions)
     items_with_tables: float  # of them, items that index the document
     gather_entries: float  # answers and revisions per document
     index_records: float  # state records (changelog records) written by the index partitions, per document
@@ -159,8 +161,16 @@ def simulate(runs: list[list[InputRecord]], partitions: int) -> tuple[Layout, di
         start = clock()
         hops = documents.handle(records)
         cpu["documents"] += clock() - start
+        to_probe: defaultdict[int, list[ProbeItem]] = defaultdict(list)
+        for partition, routes in sorted(hops.gather.items()):
+            start = clock()
+            made = gather.handle(partition, routes)
+            cpu["routes"] += clock() - start
+            cpu["wire"] += _wire(routes, made)
+            for target, found_items in made.items():
+                to_probe[target] += found_items
         to_gather: dict[int, list[GatherEntry]] = defaultdict(list)
-        for partition, probe_items in sorted(hops.probes.items()):
+        for partition, probe_items in sorted(to_probe.items()):
             items += len(probe_items)
             with_tables += sum(1 for item in probe_items if item.tables)
             start = clock()
@@ -168,7 +178,7 @@ def simulate(runs: list[list[InputRecord]], partitions: int) -> tuple[Layout, di
             per_partition[partition] += clock() - start
             for target, found in answers.items():
                 to_gather[target] += found
-            cpu["wire"] += _wire(probe_items, answers)
+            cpu["wire"] += _wire([e for found in answers.values() for e in found], {partition: probe_items})
         for partition, found in sorted(to_gather.items()):
             entries += len(found)
             start = clock()
@@ -178,17 +188,17 @@ def simulate(runs: list[list[InputRecord]], partitions: int) -> tuple[Layout, di
     us = 1e6 / n
     total = sum(per_partition)
     return Layout(partitions, n, len(out.final), cpu["documents"] * us, total * us, cpu["gather"] * us,
-                  cpu["wire"] * us, max(per_partition) / total, items / n, with_tables / n, entries / n,
-                  sum(s.records for s in index.values()) / n, sum(s.bytes for s in index.values()) / n,
+                  cpu["routes"] * us, cpu["wire"] * us, max(per_partition) / total, items / n, with_tables / n,
+                  entries / n, sum(s.records for s in index.values()) / n, sum(s.bytes for s in index.values()) / n,
                   sum(s.records for s in gathered.values()) / n, [round(p * us, 2) for p in per_partition]), out.final
 
 
-def _wire(items: Sequence[ProbeItem], answers: dict[int, list[GatherEntry]]) -> float:
+def _wire(entries: Sequence[GatherEntry], items: dict[int, list[ProbeItem]]) -> float:
     """CPU of the encode and decode the hops would cost over Kafka (not part of the stages' own work)."""
     start = time.thread_time()
-    [ProbeItem.from_json(d) for d in loads(dumps([item.to_json() for item in items]))]
-    for found in answers.values():
-        [entry_from_json(d) for d in loads(dumps([e.to_json() for e in found]))]
+    [entry_from_json(d) for d in loads(dumps([e.to_json() for e in entries]))]
+    for found in items.values():
+        [ProbeItem.from_json(d) for d in loads(dumps([item.to_json() for item in found]))]
     return time.thread_time() - start
 
 
@@ -197,7 +207,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     layouts = result["layouts"]
     ps = [r["partitions"] for r in layouts]
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for key, label in (("index_us", "index partitions, all"), ("gather_us", "gather stage"),
+    for key, label in (("index_us", "index partitions, all"), ("gather_us", "gather stage, answers"),
+                       ("route_us", "gather stage, routes"),
                        ("documents_us", "documents stage"), ("wire_us", "hops over Kafka (encode + decode)")):
         left.plot(ps, [r[key] for r in layouts], marker="o", label=label)
     left.plot(ps, [r["index_us"] * r["busiest_share"] for r in layouts], marker="o", linestyle="--",
@@ -251,7 +262,8 @@ def command(corpus: Path | None, documents: int, count: int, partitions: str, in
             differ = sum(final.get(k) != v for k, v in baseline.items())
             raise click.ClickException(f"P={p}: {differ} verdicts differ from P={layouts[0].partitions}'s")
         click.echo(f"P={p:3d}: index {r.index_us:7.1f} us/doc (busiest {r.busiest_share:.3f}), gather "
-                   f"{r.gather_us:6.1f}, documents {r.documents_us:6.1f}, wire {r.wire_us:6.1f}; items/doc "
+                   f"{r.gather_us:6.1f}, routes {r.route_us:6.1f}, documents {r.documents_us:6.1f}, "
+                   f"wire {r.wire_us:6.1f}; items/doc "
                    f"{r.items:5.1f} ({r.items_with_tables:4.1f} indexing), entries/doc {r.gather_entries:5.1f}, "
                    f"index records/doc {r.index_records:5.1f}, verdicts {r.verdicts}")
     first = layouts[0]
