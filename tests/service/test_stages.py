@@ -15,7 +15,7 @@ from stream.detect import DecodedFingerprints, MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.service.runtime.backlog import Backlog
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
-from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
+from stream.service.stages.messages import GatherEntry, ProbeItem, Route, Source, entry_from_json
 from stream.service.stages.routing import doc_partition
 from stream.service.stages.stage_values import Hops, merge
 from stream.storage import MemoryStore
@@ -502,11 +502,9 @@ def test_backlog_ends_once_the_lag_stays_low_for_the_settle_time() -> None:
     assert not backlog()
 
 
-def _drive(pipeline: Pipeline, out: Out, records: list[InputRecord], lose_first_probes: bool = False
-           ) -> defaultdict[str, set[int]]:
+def _drive(pipeline: Pipeline, out: Out, records: list[InputRecord]) -> defaultdict[str, set[int]]:
     """``records`` through the stages, every hop over 'Kafka': the index partitions that got a probe item
-    of each document. ``lose_first_probes``: the probe messages of the first gather batch are lost and
-    that batch is delivered again (a crash after its gather states' changelog, before its probes)."""
+    of each document."""
     reached: defaultdict[str, set[int]] = defaultdict(set)
     pipeline.documents_batch(records)
     while any(t in ("probe", "gather") for t, _, _ in out.sent):
@@ -520,11 +518,17 @@ def _drive(pipeline: Pipeline, out: Out, records: list[InputRecord], lose_first_
         for p, entries in out.take("gather"):
             by_partition[p].extend(map(entry_from_json, entries))
         pipeline.gather_batch(by_partition)
-        if lose_first_probes:
-            out.take("probe")
-            pipeline.gather_batch(by_partition)
-            lose_first_probes = False
     return reached
+
+
+def _routed(gather_partitions: int, index_partitions: int) -> tuple[Out, ProbeStage, Pipeline]:
+    """A worker whose hops all go over 'Kafka', and its probe stage (to see what each partition holds)."""
+    topics = Topics("probe", "gather", "verdicts", "dlq", gather_partitions, index_partitions)
+    out, stores = Out(), defaultdict(MemoryStore)
+    probes = ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out)  # type: ignore[arg-type]
+    gather = GatherStage(topics, out, defaultdict(MemoryStore).__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
+    return out, probes, Pipeline(DocumentStage(CONFIG, MATCHING, topics, out), probes, gather,  # type: ignore[arg-type]
+                                 out, topics)  # type: ignore[arg-type]
 
 
 def _holding(probes: ProbeStage, doc: str, partitions: int) -> set[int]:
@@ -536,12 +540,7 @@ def test_a_new_version_and_a_deletion_reach_the_old_version_s_partitions_and_no_
     sharing no key with the old one also drops it from the old one's partitions, a deletion from the
     partitions of its current version, and no other partition hears of either."""
     poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
-    topics = Topics("probe", "gather", "verdicts", "dlq", 4, 64)
-    out, stores = Out(), defaultdict(MemoryStore)
-    probes = ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out)  # type: ignore[arg-type]
-    pipeline = Pipeline(DocumentStage(CONFIG, MATCHING, topics, out), probes,  # type: ignore[arg-type]
-                        GatherStage(topics, out, defaultdict(MemoryStore).__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
-                        out, topics)  # type: ignore[arg-type]
+    out, probes, pipeline = _routed(4, 64)
     offset = iter(range(100))
 
     def send(doc: str, text: str | None, ts: float) -> defaultdict[str, set[int]]:
@@ -569,30 +568,25 @@ def test_a_route_delivered_again_after_its_state_sends_the_drops_of_every_versio
     the batch delivered again: the older route is refused, the newer one drops the id from the first
     version's partitions as well as those the lost version would have indexed it in."""
     poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
-    topics = Topics("probe", "gather", "verdicts", "dlq", 2, 16)
-    out, stores = Out(), defaultdict(MemoryStore)
-    probes = ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out)  # type: ignore[arg-type]
-    pipeline = Pipeline(DocumentStage(CONFIG, MATCHING, topics, out), probes,  # type: ignore[arg-type]
-                        GatherStage(topics, out, defaultdict(MemoryStore).__getitem__, clock=lambda: 1.0),  # type: ignore[arg-type]
-                        out, topics)  # type: ignore[arg-type]
+    out, probes, pipeline = _routed(2, 16)
     doc = lambda text, ts: json.dumps({"id": "a", "text": text, "ts": ts}).encode()  # noqa: E731
     _drive(pipeline, out, [InputRecord(b"a", doc(poem, 1.0), Source("documents", 0, 0, 1.0))])
     first = _holding(probes, "a", 16)
     pipeline.documents_batch([InputRecord(b"a", doc(other, 2.0), Source("documents", 0, 1, 2.0))])
     pipeline.documents_batch([InputRecord(b"a", doc(poem + "又一句。", 3.0), Source("documents", 0, 2, 3.0))])
-    routes = out.take("gather")
-    assert [len(entries) for _, entries in routes] == [1, 1]
     by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
-    for p, entries in routes:
+    for p, entries in out.take("gather"):
         by_partition[p].extend(map(entry_from_json, entries))
+    routes = [e for entries in by_partition.values() for e in entries if isinstance(e, Route)]
+    assert [r.header.round for r in routes] == ["documents:0:1", "documents:0:2"]
     pipeline.gather_batch(by_partition)
     out.take("probe")  # lost
     pipeline.gather_batch(by_partition)  # delivered again
-    reached = {p for t, p, v in out.sent if t == "probe"}
+    reached = {p for t, p, _ in out.sent if t == "probe"}
     _drive(pipeline, out, [])
-    final = _holding(probes, "a", 16)
-    assert first - final and reached >= first | final
-    assert final == _holding(probes, "a", 16) and all(probes.detector(p).index.document("a") is not None for p in final)
+    last = set(routes[1].tables)
+    assert first - last, "the versions' partitions differ"
+    assert _holding(probes, "a", 16) == last and reached >= first | last | set(routes[0].tables)
     verdicts = [json.loads(v) for t, _, v in out.sent if t == "verdicts" and v]
     assert [v["source"]["offset"] for v in verdicts] == [0, 2]  # the lost version never had a verdict
 
