@@ -6,7 +6,7 @@ import json
 
 from stream.detect import Match
 from stream.service.stages.gather_state import GatherState
-from stream.service.stages.messages import Source
+from stream.service.stages.messages import Header, Source
 
 SRC = Source("documents", 1, 42, 1000.0)
 
@@ -99,3 +99,36 @@ def test_gather_the_newest_version_wins_whatever_the_arrival_or_partition() -> N
     later = version_of(10.0, Source("documents", 0, 1, 11.0))
     assert st.expect("documents:0:1", 1, (10.0, "d"), SRC, 0x111, "s", version=later) == (False, True)
     assert st.round == "documents:0:1"
+
+
+def _header(round_id: str, ts: float, sim: int = 0xABC, delete: bool = False) -> Header:
+    return Header("d", round_id, 0, SRC, (ts, "d"), sim, "s", delete=delete, version=(ts, ts, 0, 0))
+
+
+def test_a_route_drops_every_earlier_version_until_its_round_is_complete() -> None:
+    """``route``: the partitions of the version before and of any round not yet complete, less the new
+    targets; the same again for a redelivered route, nothing for an older version; a deletion drops
+    from where the current version is; a state from before routes drops from every partition."""
+    st = GatherState("d", placed=[])
+    assert st.route(_header("t:0:1", 1.0), [0, 1], 8) == ([], False, False)
+    assert (st.expected, st.placed) == (2, [0, 1])
+    assert st.route(_header("t:0:2", 2.0), [2], 8) == ([0, 1], False, True)  # round 1 never published
+    assert st.route(_header("t:0:3", 3.0), [3, 1], 8) == ([0, 2], False, True)  # 0: round 2's drop may be unsent
+    assert st.expected == 4
+    assert st.route(_header("t:0:3", 3.0), [1, 3], 8) == ([0, 2], False, False)  # delivered again: the same
+    assert st.route(_header("t:0:2", 2.0), [2], 8)[0] is None  # an older version: refused
+    for p in (0, 1, 2):
+        st.answer("t:0:3", p, [])
+    assert st.answer("t:0:3", 3, [])
+    st.settle()
+    st.published = True
+    again = GatherState.from_json(json.loads(json.dumps(st.to_json())))
+    assert (again.placed, again.dropping) == ([1, 3], [])  # complete: its drops are done
+    assert again.route(_header("t:0:4", 4.0, delete=True), [], 8) == ([1, 3], False, False)
+    assert again.deleting and again.expected == 2
+    before = st.to_json()
+    del before["placed"], before["dropping"]  # written before routes: where it is indexed is unknown
+    old = GatherState.from_json(before)
+    assert old.route(_header("t:0:5", 5.0), [4], 8)[0] == [0, 1, 2, 3, 5, 6, 7]
+    nothing = GatherState("d", placed=[])
+    assert nothing.route(_header("t:0:6", 6.0, delete=True), [], 8) == ([], True, False)

@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 
 from stream.detect import Match
-from stream.service.stages.messages import Answer, Header, ProbeItem, Revise, Source, dead_letter, entry_from_json
+from stream.service.stages.messages import (
+    Answer,
+    Header,
+    ProbeItem,
+    Revise,
+    Route,
+    Source,
+    dead_letter,
+    entry_from_json,
+)
 
 SRC = Source("documents", 1, 42, 1000.0)
 
@@ -24,7 +33,8 @@ def test_wire_formats_round_trip() -> None:
     header = Header("d", "t:0:1", 2, SRC, (2.0, "d"), 0xABC, "s1")
     item = ProbeItem("d", "t:0:1", b"\x00\x01", (2.0, "d"), [0, 5], header)
     assert ProbeItem.from_json(item.to_json()) == item
-    for entry in (header, Answer("d", "t:0:1", 3, [m], header, final=False), Revise("d", m, 0xABC)):
+    route = Route(header, b"\x00\x01", {0: [1, 7], 5: [3]})
+    for entry in (header, Answer("d", "t:0:1", 3, [m], header, final=False), Revise("d", m, 0xABC), route):
         assert entry_from_json(json.loads(json.dumps(entry.to_json()))) == entry
     letter = json.loads(dead_letter("not_utf8", "bad", "parse", SRC, b"k", b"\xff"))
     assert letter["value_encoding"] == "base64" and letter["key"] == "k" and letter["source"]["offset"] == 42

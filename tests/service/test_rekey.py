@@ -97,7 +97,7 @@ def test_two_versions_of_a_document_are_refused() -> None:
 def test_gather_states_move_to_their_ids_partition_and_unfinished_ones_are_named() -> None:
     src = Source("documents", 0, 7, 1.0)
     done = GatherState("done", simhash=1, order=(1.0, "done"), source=src, round=src.round_id, expected=2,
-                       got=[1, 0], published=True)
+                       got=[1, 0], published=True, placed=[1])
     done.summary.add(Match("x", 1, 0.9, (0.5, "x"), simhash=3))
     waiting = GatherState("waiting", simhash=2, order=(2.0, "waiting"), source=src, round="documents:0:8",
                           expected=2, got=[0])
@@ -108,3 +108,4 @@ def test_gather_states_move_to_their_ids_partition_and_unfinished_ones_are_named
     state = GatherState.from_json(json.loads(value))
     assert key == b"done" and (state.expected, sorted(state.got)) == (7, list(range(7)))
     assert [m.id for m in state.summary.listed()] == ["x"] and state.published
+    assert state.placed is None  # partition 1 of 2 is not partition 1 of 7: the next version drops everywhere

@@ -15,8 +15,9 @@ from stream.detect import DecodedFingerprints, MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.service.runtime.backlog import Backlog
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
-from stream.service.stages.messages import GatherEntry, ProbeItem, Source, entry_from_json
-from stream.service.stages.stage_values import Hops
+from stream.service.stages.messages import GatherEntry, ProbeItem, Route, Source, entry_from_json
+from stream.service.stages.routing import doc_partition
+from stream.service.stages.stage_values import Hops, merge
 from stream.storage import MemoryStore
 
 PARTITIONS, INDEX_PARTITIONS = 4, 3  # gather and index partitions: different, so nothing may mix them up
@@ -156,10 +157,11 @@ def test_verifying_each_pair_once_gives_the_same_final_verdicts() -> None:
     assert once == everywhere
 
 
-def test_the_gather_header_rides_with_one_probe_answer() -> None:
-    """Every partition gets an item of every document (so one holding an older version can drop it); the
-    header goes out in the first target partition's item only (partition 0 for an empty document), comes
-    back with that answer, and the gather stage completes the document from answers alone."""
+def test_a_document_is_routed_through_its_home_to_the_partitions_of_its_keys() -> None:
+    """The document stage sends each document to its id's gather partition only; that partition sends a
+    probe item to each index partition owning one of its keys, the header in the first one's item only,
+    and none to the others (an empty document: no item at all, its verdict at once). The header comes
+    back with that answer and the gather stage completes the document from the answers it expects."""
     out = Out()
     stores = {p: MemoryStore() for p in range(INDEX_PARTITIONS)}
     gather_stores = {p: MemoryStore() for p in range(PARTITIONS)}
@@ -169,21 +171,28 @@ def test_the_gather_header_rides_with_one_probe_answer() -> None:
     decoded = DecodedFingerprints()
     hops: Hops = DocumentStage(CONFIG, MATCHING, TOPICS, out, decoded).handle(  # type: ignore[arg-type]
         [InputRecord(None, v, Source("documents", 0, n, 0.0)) for n, v in enumerate(docs)])
-    assert not hops.gather  # no separate header entries
+    assert not hops.probes
+    assert {p: sorted(r.doc for r in routes) for p, routes in hops.gather.items()} == {
+        p: sorted(d for d in ("a", "b", "e") if doc_partition(d, PARTITIONS) == p)
+        for p in {doc_partition(d, PARTITIONS) for d in ("a", "b", "e")}}
     # each fingerprint the document stage serialized is in the cache the probe stage decodes through
-    sent = [it.fp for its in hops.probes.values() for it in its if it.fp]
-    assert sent and all(raw in decoded for raw in sent)
-    for doc in ("a", "b", "e"):
-        items = [(p, it) for p, its in hops.probes.items() for it in its if it.doc == doc]
-        carriers = [p for p, it in items if it.header is not None]
-        assert sorted(p for p, _ in items) == list(range(INDEX_PARTITIONS))
-        assert carriers == [min([p for p, it in items if it.tables], default=0)]
-    probes = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out, decoded=decoded)  # type: ignore[arg-type]
-    answers = probes.handle_batch(list(hops.probes.items()))
-    assert all(probes.detector(p).decoded is decoded for p in range(INDEX_PARTITIONS))
+    assert all(r.fp in decoded for routes in hops.gather.values() for r in routes if r.fp)
     gather = GatherStage(TOPICS, out, gather_stores.__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
+    items: defaultdict[int, list[ProbeItem]] = defaultdict(list)
+    for p, routes in hops.gather.items():
+        merge(items, gather.handle(p, routes))
+    routed = {r.doc: r.tables for routes in hops.gather.values() for r in routes}
+    assert routed["e"] == {} and routed["a"] == routed["b"] and 0 < len(routed["a"]) <= INDEX_PARTITIONS
+    for doc in ("a", "b", "e"):
+        mine = [(p, it) for p, its in items.items() for it in its if it.doc == doc]
+        assert sorted(p for p, _ in mine) == sorted(routed[doc])  # no item to a partition owning none of its keys
+        assert [p for p, it in mine if it.header is not None] == ([min(routed[doc])] if routed[doc] else [])
+    assert [json.loads(v)["id"] for t, _, v in out.sent if t == "verdicts"] == ["e"]  # nothing to ask
+    probes = ProbeStage(CONFIG, MATCHING, TOPICS, stores.__getitem__, out, decoded=decoded)  # type: ignore[arg-type]
+    answers = probes.handle_batch(list(items.items()))
+    assert all(probes.detector(p).decoded is decoded for p in items)
     for p, entries in answers.items():
-        gather.handle(p, entries)
+        assert not gather.handle(p, entries)  # answers make no probe items
     verdicts = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts"}
     assert set(verdicts) == {"a", "b", "e"}
     assert [m[0] if isinstance(m, list) else m["id"] for m in verdicts["b"]["matches"]] == ["a"]
@@ -276,6 +285,7 @@ def test_the_source_keys_follow_the_index() -> None:
     stores = {p: MemoryStore() for p in range(INDEX_PARTITIONS)}
     documents = DocumentStage(CONFIG, matching, TOPICS, out)  # type: ignore[arg-type]
     probe = ProbeStage(CONFIG, matching, TOPICS, stores.__getitem__, out, late_allowance=0.0)  # type: ignore[arg-type]
+    gather = GatherStage(TOPICS, out, defaultdict(MemoryStore).__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
     poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
     offset = iter(range(100))
 
@@ -283,7 +293,10 @@ def test_the_source_keys_follow_the_index() -> None:
         # a tombstone has no event time: its record's timestamp orders it after the versions it deletes
         records = [InputRecord(v[0], None, Source("documents", 0, next(offset), 500.0)) if isinstance(v, tuple)
                    else InputRecord(None, v, Source("documents", 0, next(offset), 0.0)) for v in values]
-        probe.handle_batch(list(documents.handle(records).probes.items()))
+        items: defaultdict[int, list[ProbeItem]] = defaultdict(list)
+        for p, routes in documents.handle(records).gather.items():
+            merge(items, gather.handle(p, routes))
+        probe.handle_batch(list(items.items()))
         return {(key[len(SOURCE_PREFIX) + 9:].decode(), value.decode()) for store in stores.values()
                 for key, value in store.scan_prefix(SOURCE_PREFIX)}
 
@@ -487,3 +500,112 @@ def test_backlog_ends_once_the_lag_stays_low_for_the_settle_time() -> None:
     now[0] = 90.0
     backlog.measure(0)
     assert not backlog()
+
+
+def _drive(pipeline: Pipeline, out: Out, records: list[InputRecord]) -> defaultdict[str, set[int]]:
+    """``records`` through the stages, every hop over 'Kafka': the index partitions that got a probe item
+    of each document."""
+    reached: defaultdict[str, set[int]] = defaultdict(set)
+    pipeline.documents_batch(records)
+    while any(t in ("probe", "gather") for t, _, _ in out.sent):
+        probes = out.take("probe")
+        for p, items in probes:
+            for item in items:
+                reached[item["doc"]].add(p)
+        if probes:
+            pipeline.probe_batch([(p, [ProbeItem.from_json(d) for d in items]) for p, items in probes])
+        by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
+        for p, entries in out.take("gather"):
+            by_partition[p].extend(map(entry_from_json, entries))
+        pipeline.gather_batch(by_partition)
+    return reached
+
+
+def _routed(gather_partitions: int, index_partitions: int) -> tuple[Out, ProbeStage, Pipeline]:
+    """A worker whose hops all go over 'Kafka', and its probe stage (to see what each partition holds)."""
+    topics = Topics("probe", "gather", "verdicts", "dlq", gather_partitions, index_partitions)
+    out, stores = Out(), defaultdict(MemoryStore)
+    probes = ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out)  # type: ignore[arg-type]
+    gather = GatherStage(topics, out, defaultdict(MemoryStore).__getitem__, clock=lambda: 1.0)  # type: ignore[arg-type]
+    return out, probes, Pipeline(DocumentStage(CONFIG, MATCHING, topics, out), probes, gather,  # type: ignore[arg-type]
+                                 out, topics)  # type: ignore[arg-type]
+
+
+def _holding(probes: ProbeStage, doc: str, partitions: int) -> set[int]:
+    return {p for p in range(partitions) if probes.detector(p).index.document(doc) is not None}
+
+
+def test_a_new_version_and_a_deletion_reach_the_old_version_s_partitions_and_no_others() -> None:
+    """At 64 index partitions a document's items go to the partitions owning its keys; a newer version
+    sharing no key with the old one also drops it from the old one's partitions, a deletion from the
+    partitions of its current version, and no other partition hears of either."""
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    out, probes, pipeline = _routed(4, 64)
+    offset = iter(range(100))
+
+    def send(doc: str, text: str | None, ts: float) -> defaultdict[str, set[int]]:
+        value = None if text is None else json.dumps({"id": doc, "text": text, "ts": ts}).encode()
+        return _drive(pipeline, out, [InputRecord(doc.encode(), value, Source("documents", 0, next(offset), ts))])
+
+    first = send("a", poem, 1.0)["a"]
+    assert first == _holding(probes, "a", 64) and 0 < len(first) < 64
+    send("keep", poem, 2.0)
+    send("a", other, 3.0)
+    second = _holding(probes, "a", 64)
+    reached = send("a", other + "又一句。", 4.0)["a"]  # sent to the partitions of the version it replaces
+    third = _holding(probes, "a", 64)
+    assert first - second and second - third, "the versions' partitions differ"
+    assert reached == second | third
+    assert (send("a", None, 5.0)["a"], _holding(probes, "a", 64)) == (third, set())
+    assert _holding(probes, "keep", 64) == first
+    final = {json.loads(v)["id"]: json.loads(v) for t, _, v in out.sent if t == "verdicts" and v}
+    assert (final["keep"]["verdict"], final["keep"]["canonical"]) == ("duplicate", "a")  # judged before the edit
+    assert not send("a", None, 6.0)["a"], "a deleted id is nowhere: a second deletion asks no partition"
+
+
+def test_a_route_delivered_again_after_its_state_sends_the_drops_of_every_version_it_replaced() -> None:
+    """Two versions routed in one gather batch whose probe messages are lost, the gather states kept, and
+    the batch delivered again: the older route is refused, the newer one drops the id from the first
+    version's partitions as well as those the lost version would have indexed it in."""
+    poem, other = "床前明月光，疑是地上霜。举头望明月，低头思故乡。", "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    out, probes, pipeline = _routed(2, 16)
+    doc = lambda text, ts: json.dumps({"id": "a", "text": text, "ts": ts}).encode()  # noqa: E731
+    _drive(pipeline, out, [InputRecord(b"a", doc(poem, 1.0), Source("documents", 0, 0, 1.0))])
+    first = _holding(probes, "a", 16)
+    pipeline.documents_batch([InputRecord(b"a", doc(other, 2.0), Source("documents", 0, 1, 2.0))])
+    pipeline.documents_batch([InputRecord(b"a", doc(poem + "又一句。", 3.0), Source("documents", 0, 2, 3.0))])
+    by_partition: dict[int, list[GatherEntry]] = defaultdict(list)
+    for p, entries in out.take("gather"):
+        by_partition[p].extend(map(entry_from_json, entries))
+    routes = [e for entries in by_partition.values() for e in entries if isinstance(e, Route)]
+    assert [r.header.round for r in routes] == ["documents:0:1", "documents:0:2"]
+    pipeline.gather_batch(by_partition)
+    out.take("probe")  # lost
+    pipeline.gather_batch(by_partition)  # delivered again
+    reached = {p for t, p, _ in out.sent if t == "probe"}
+    _drive(pipeline, out, [])
+    last = set(routes[1].tables)
+    assert first - last, "the versions' partitions differ"
+    assert _holding(probes, "a", 16) == last and reached >= first | last | set(routes[0].tables)
+    verdicts = [json.loads(v) for t, _, v in out.sent if t == "verdicts" and v]
+    assert [v["source"]["offset"] for v in verdicts] == [0, 2]  # the lost version never had a verdict
+
+
+def test_the_verdicts_are_the_same_at_every_index_partition_count() -> None:
+    """The fixture out of order, then edits (new versions sharing no key with the old ones), deletions,
+    and ids deleted and published again: 1, 2, 5 and 16 index partitions give the final verdicts of one."""
+    values: list[bytes | tuple[bytes, None]] = list(_fixture(100))
+    docs = [json.loads(v) for v in values if isinstance(v, bytes)]
+    for i, d in enumerate(docs[:30]):  # each takes the text of another: shares none of its old keys
+        values.append(json.dumps({"id": d["id"], "text": docs[-1 - i]["text"], "ts": 200.0 + i}).encode())
+    for d in docs[30:40]:
+        values.append((d["id"].encode(), None))
+    for i, d in enumerate(docs[35:45]):
+        values.append(json.dumps({"id": d["id"], "text": d["text"], "ts": 400.0 + i}).encode())
+    single, _ = _run(values, frozenset(), topics=Topics("probe", "gather", "verdicts", "dlq", 1, 1))
+    assert sum(v["verdict"] != "unique" for v in single.values()) > 20 and len(single) == len(docs) - 5
+    for index_partitions in (2, 5, 16):
+        topics = Topics("probe", "gather", "verdicts", "dlq", index_partitions, index_partitions)
+        assert _run(values, frozenset(), topics=topics)[0] == single, index_partitions
+    assert _run(values, {("probe", p) for p in range(8)} | {("gather", p) for p in range(0, 16, 3)},
+                topics=Topics("probe", "gather", "verdicts", "dlq", 16, 16))[0] == single

@@ -1,9 +1,10 @@
-"""Stage 1: parse, fingerprint, route. Each document goes to every index partition (its tables where it
-has them; an item without tables elsewhere, so a partition holding an earlier version drops it); its
-header rides in the first partition that indexes it. Of the records of an id in a batch only the newest
-version is judged (``messages.Version``; the others are superseded); a record that cannot be parsed or
-fingerprinted is dead-lettered. A record whose key is not its id is judged under its id, counted and
-logged (docs/decisions/key-not-id.md)."""
+"""Stage 1: parse, fingerprint, route. Each document goes to its id's home gather partition as a
+``Route``: its header, its fingerprint and the tables of each index partition that owns one of its keys;
+the home sends the probe items, to those partitions and to any that may hold an earlier version of the
+id (``GatherState.route``). Of the records of an id in a batch only the newest version is judged
+(``messages.Version``; the others are superseded); a record that cannot be parsed or fingerprinted is
+dead-lettered. A record whose key is not its id is judged under its id, counted and logged
+(docs/decisions/key-not-id.md)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from stream.fingerprint.document import DELETE
 from stream.index import TableLayout
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
-from stream.service.stages.messages import Header, ProbeItem, Version, version_of
+from stream.service.stages.messages import Header, Route, Version, version_of
 from stream.service.stages.output import Output
-from stream.service.stages.routing import tables_by_partition
+from stream.service.stages.routing import doc_partition, tables_by_partition
 from stream.service.stages.stage_values import Hops, InputRecord, Topics
 
 log = logging.getLogger("dedup.documents")
@@ -66,35 +67,25 @@ class DocumentStage:
         return hops
 
     def _route(self, rec: InputRecord, doc: Any, hops: Hops) -> None:
-        """Fingerprint ``doc`` and add a probe item per index partition to ``hops``, the document's header in
-        the first partition that indexes it (partition 0 for a deletion or an empty document). Nothing is
-        added unless every step succeeds."""
-        n = self.topics.index_partitions
+        """Fingerprint ``doc`` and add its route to its home gather partition to ``hops``. Nothing is added
+        unless every step succeeds."""
+        round_id, home = rec.source.round_id, doc_partition(doc.id, self.topics.gather_partitions)
         if doc.op == DELETE:
             version = version_of(_event_time(doc, rec), rec.source)
-            header = Header(doc.id, rec.source.round_id, n, rec.source, (0.0, doc.id), delete=True, version=version)
-            for partition in range(n):
-                hops.probes[partition].append(ProbeItem(doc.id, rec.source.round_id, b"", (0.0, doc.id), [],
-                                                        header if partition == 0 else None, delete=True,
-                                                        version=version))
+            header = Header(doc.id, round_id, 0, rec.source, (0.0, doc.id), delete=True, version=version)
+            hops.gather[home].append(Route(header, b"", {}))
             metrics.DELETES.labels("requested").inc()
             return
         fp = self.fingerprinter.fingerprint(doc)
         order = (_event_time(doc, rec), doc.id)
         version = version_of(order[0], rec.source)
+        n = self.topics.index_partitions
         targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
-        round_id = rec.source.round_id
-        # Every partition hears of every document: one that holds an earlier version of this id
-        # outside the new one's tables removes it (an item without tables), so no stale entry stays.
-        header = Header(doc.id, round_id, n, rec.source, order, fp.simhash, fp.schema, fp.empty, version=version)
+        header = Header(doc.id, round_id, 0, rec.source, order, fp.simhash, fp.schema, fp.empty, version=version)
         raw = fp.to_bytes() if targets else b""
         if raw and self.decoded is not None:  # this worker's partitions take it from here without decoding it
             self.decoded.remember(raw, fp)
-        carrier = min(targets, default=0)  # where the order is settled (``ProbeStage._place``)
-        for partition in range(n):
-            tables = targets.get(partition, [])
-            hops.probes[partition].append(ProbeItem(doc.id, round_id, raw if tables else b"", order, tables,
-                                                    header if partition == carrier else None, version=version))
+        hops.gather[home].append(Route(header, raw, targets))
 
 
 def _event_time(doc: Document, rec: InputRecord) -> float:

@@ -1,4 +1,5 @@
-"""Stage 3: a document's answers and revisions -> its verdict (or, for a deletion, a tombstone)."""
+"""Stage 3: a document's route -> its probe items; its answers and revisions -> its verdict (or, for a
+deletion, a tombstone)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,24 @@ import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from stream.detect import MAX_MATCHES
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.gather_state import GatherState
-from stream.service.stages.messages import Answer, GatherEntry, Header, Revise, Revisions, Source, dumps, loads
+from stream.service.stages.messages import (
+    Answer,
+    GatherEntry,
+    Header,
+    ProbeItem,
+    Revise,
+    Revisions,
+    Route,
+    Source,
+    dumps,
+    loads,
+)
 from stream.service.stages.output import Output
 from stream.service.stages.stage_values import Topics
 from stream.storage import KVStore
@@ -25,7 +38,8 @@ BACKLOG_HOLD = 3600.0
 
 
 class GatherStage:
-    """Collects answers per document in the gather table (``store_for(partition)``) and publishes verdicts."""
+    """Routes each document to the index partitions of its keys, collects their answers per document in
+    the gather table (``store_for(partition)``) and publishes verdicts."""
 
     def __init__(self, topics: Topics, output: Output, store_for: Callable[[int], KVStore],
                  clock: Callable[[], float] = time.time, max_matches: int = MAX_MATCHES,
@@ -40,11 +54,12 @@ class GatherStage:
         self.behind = behind
         self.dead = DeadLetters(output, topics.dlq)
 
-    def handle(self, partition: int, entries: Sequence[GatherEntry]) -> None:
-        """Entries of one gather partition: apply them per document, publish what is due. The states
-        are read by one multi-get and written in one batch (RocksDB and changelog): a put per document
-        was a third of the stage's time."""
+    def handle(self, partition: int, entries: Sequence[GatherEntry]) -> dict[int, list[ProbeItem]]:
+        """Entries of one gather partition: apply them per document, publish what is due; the probe items
+        of the routes, per index partition. The states are read by one multi-get and written in one
+        batch (RocksDB and changelog): a put per document was a third of the stage's time."""
         store = self.store_for(partition)
+        probes: dict[int, list[ProbeItem]] = defaultdict(list)
         writes: list[tuple[bytes, bytes | None]] = []  # None deletes
         by_doc: dict[str, list[GatherEntry]] = defaultdict(list)
         for entry in entries:
@@ -57,12 +72,16 @@ class GatherStage:
         for doc, doc_entries in by_doc.items():
             try:
                 raw = states[doc]
+                # no state: nothing of the id is indexed (a completed deletion drops the state)
                 state = (GatherState.from_json(loads(raw), self.max_matches) if raw
-                         else GatherState(doc, self.max_matches))
+                         else GatherState(doc, self.max_matches, placed=[]))
                 was_held = state.held
-                due, revision = self._apply(state, doc_entries)
+                items: list[tuple[int, ProbeItem]] = []
+                due, revision = self._apply(state, doc_entries, items)
+                state.settle()
                 if due and state.deleting:
                     self._tombstone(state)
+                    _add(probes, items)
                     writes.append((doc.encode(), None))
                     if was_held:
                         writes.append((held_key(doc), None))
@@ -83,13 +102,15 @@ class GatherStage:
                 if is_fault(exc):
                     raise
                 headers = (e if isinstance(e, Header) else e.header
-                           for e in doc_entries if isinstance(e, Header | Answer))
+                           for e in doc_entries if isinstance(e, Header | Answer | Route))
                 source = next((h.source for h in headers if h is not None), None)
                 self.dead.send(exc, "gather", source or Source("", partition, -1, 0.0), doc.encode(), None)
                 continue
+            _add(probes, items)  # only once every step of the document succeeded
             writes.append((doc.encode(), encoded))
         if writes:
             store.write_ops(writes)
+        return probes
 
     def release(self, partition: int, now: float | None = None) -> list[tuple[bytes, bytes]]:
         """Publish the held revisions of ``partition`` that are due; their (held key, state as read),
@@ -131,12 +152,15 @@ class GatherStage:
         if writes:
             store.write_ops(writes)
 
-    @staticmethod
-    def _apply(state: GatherState, entries: Sequence[GatherEntry]) -> tuple[bool, bool]:
-        """Apply a document's entries of one batch: (its verdict is due (at most once a batch), only for
-        revisions)."""
+    def _apply(self, state: GatherState, entries: Sequence[GatherEntry], items: list[tuple[int, ProbeItem]]
+               ) -> tuple[bool, bool]:
+        """Apply a document's entries of one batch, the probe items of its routes to ``items``: (its
+        verdict is due (at most once a batch), only for revisions)."""
         due = revised = False
         for entry in entries:
+            if isinstance(entry, Route):
+                due = self._route(state, entry, items) or due
+                continue
             header = entry if isinstance(entry, Header) else entry.header if isinstance(entry, Answer) else None
             if header is not None:
                 complete, superseded = state.expect(header.round, header.expected, header.order, header.source,
@@ -150,6 +174,25 @@ class GatherStage:
             elif isinstance(entry, Revise):
                 revised = state.revise(entry.match, entry.version) or revised
         return (due or revised) and state.complete, not due
+
+    def _route(self, state: GatherState, route: Route, items: list[tuple[int, ProbeItem]]) -> bool:
+        """The probe items of a route the state accepts: one per partition owning one of the document's
+        keys (the header in the first), one without tables (a deletion: marked so) per partition the
+        round drops an earlier version from. True if the round is complete at once (nothing to ask)."""
+        drops, complete, superseded = state.route(route.header, route.tables, self.topics.index_partitions)
+        if superseded:
+            metrics.SUPERSEDED.inc()
+        if drops is None:
+            return False
+        h = route.header
+        header = replace(h, expected=len(route.tables) + len(drops))
+        carrier = min(route.tables, default=None)  # where the order is settled (``ProbeStage._place``)
+        for partition, tables in sorted(route.tables.items()):
+            items.append((partition, ProbeItem(h.doc, h.round, route.fp, h.order, tables,
+                                               header if partition == carrier else None, version=h.version)))
+        for partition in drops:
+            items.append((partition, ProbeItem(h.doc, h.round, b"", h.order, [], delete=h.delete, version=h.version)))
+        return complete
 
     def _tombstone(self, state: GatherState) -> None:
         """A completed deletion: the compacted verdict topic forgets the document (a null value under its
@@ -186,6 +229,11 @@ class GatherStage:
         else:
             metrics.JUDGED.labels(verdict.verdict).inc()
             metrics.LATENCY.observe(max(0.0, now - state.source.timestamp))
+
+
+def _add(probes: dict[int, list[ProbeItem]], items: Sequence[tuple[int, ProbeItem]]) -> None:
+    for partition, item in items:
+        probes[partition].append(item)
 
 
 def held_key(doc: str) -> bytes:

@@ -12,6 +12,13 @@ publishes what the transitions ask for. A document's state follows its latest in
   new round's probe finds every earlier document again), and the old round, if it never published,
   is *superseded* (counted; its late answers are dropped); an older version arriving later is
   superseded at once and changes nothing;
+- a round begun by a ``Route`` (the document stage sends each document to its id's gather partition)
+  records where its version is indexed (``placed``: the partitions owning its keys) and which
+  partitions may still hold an earlier version (``dropping``: the previous round's placed and
+  dropping, less the new targets); the round expects answers from those only, and a redelivered route
+  sends the same items again. ``dropping`` is emptied once the round is complete (every drop was
+  answered, so done); ``placed`` None means unknown (a state from before routes): the next version
+  drops the id from every partition;
 - a revision (a canonically earlier document that arrived later matched this one) names the version
   it matched by its SimHash: it merges into the summary of that version (at once, or when that
   version's header arrives) and, once the document has published, republishes it with
@@ -23,11 +30,12 @@ and a verdict of fixed size.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from stream.detect import MAX_MATCHES, Match, MatchSummary, Order
-from stream.service.stages.messages import Source, Version, version_from_json
+from stream.service.stages.messages import Header, Source, Version, version_from_json
 
 # versions of a document whose revisions are kept until their header arrives (a newer version's header
 # supersedes the older ones, so only the last few can still arrive)
@@ -85,6 +93,10 @@ class GatherState:
     revised: bool = False
     published_at: float = 0.0  # processing time of the last verdict published: revisions wait for the interval
     held: bool = False  # a revision merged but not published yet (the gather stage releases it)
+    # index partitions where the current version is indexed; None: unknown (a state from before routes,
+    # or a round begun by a header without a route), so the next version is dropped from every partition
+    placed: list[int] | None = None
+    dropping: list[int] = field(default_factory=list)  # partitions the current round drops earlier versions from
 
     def __post_init__(self) -> None:
         self.summary.limit = self.limit
@@ -103,6 +115,7 @@ class GatherState:
             "early_matches": {r: [m.to_wire() for m in ms] for r, ms in self.early_matches.items()},
             "pending": [[sim, s.to_json()] for sim, s in self.pending.items()], "deleting": self.deleting,
             "published": self.published, "revised": self.revised, "at": self.published_at, "held": self.held,
+            "placed": self.placed, "dropping": self.dropping,
         }
 
     @classmethod
@@ -124,6 +137,8 @@ class GatherState:
             deleting=bool(d.get("deleting")),
             published=bool(d.get("published")), revised=bool(d.get("revised")),
             published_at=float(d.get("at", 0.0)), held=bool(d.get("held")),
+            placed=None if d.get("placed") is None else [int(p) for p in d["placed"]],
+            dropping=[int(p) for p in d.get("dropping") or []],
         )
 
     # -- transitions ---------------------------------------------------------------------------
@@ -162,6 +177,7 @@ class GatherState:
             if self.round is not None:
                 self._pass(self.round)
             self.round, self.version, self.expected = round_id, version, expected
+            self.placed, self.dropping = None, []  # known only when a route begins the round (``route``)
             self.got = self.early.pop(round_id, [])
             pending = self.early_matches.pop(round_id, [])
             self.order, self.simhash = order, simhash
@@ -172,6 +188,28 @@ class GatherState:
         self.order, self.source = order, source
         self.simhash, self.schema, self.empty = simhash, schema, empty
         return self.complete, superseded
+
+    def route(self, header: Header, targets: Collection[int], partitions: int) -> tuple[list[int] | None, bool, bool]:
+        """A route of ``header``'s round to the index partitions ``targets`` (of ``partitions``): (the
+        partitions it drops earlier versions from, None if the round is refused as an older version;
+        complete now?; a round was superseded?). A redelivered route of the current round gets the same
+        drops (none once complete) and changes nothing else: the order its first target settled stays."""
+        if header.round == self.round:  # a round begun without a route may have reached any partition
+            again = [p for p in range(partitions) if p not in targets] if self.placed is None else self.dropping
+            return list(again), False, False
+        earlier = range(partitions) if self.placed is None else {*self.placed, *self.dropping}
+        drops = sorted(p for p in earlier if p not in targets)
+        complete, superseded = self.expect(header.round, len(targets) + len(drops), header.order, header.source,
+                                           header.simhash, header.schema, header.empty, header.delete, header.version)
+        if self.round != header.round:
+            return None, False, superseded
+        self.placed, self.dropping = sorted(targets), drops
+        return drops, complete, superseded
+
+    def settle(self) -> None:
+        """Once the round is complete its drops are done: the next version need not send them again."""
+        if self.dropping and self.complete:
+            self.dropping = []
 
     def answer(self, round_id: str, partition: int, matches: list[Match], final: bool = True) -> bool:
         """(A piece of) one partition's answer; True if the current round is complete after it."""

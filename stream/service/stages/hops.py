@@ -84,11 +84,21 @@ class Pipeline:
         self._forward(hops)
 
     def gather_batch(self, entries: Mapping[int, Sequence[GatherEntry]]) -> None:
+        hops = Hops()
         for partition, items in entries.items():
-            self.gather.handle(partition, items)
+            merge(hops.probes, self.gather.handle(partition, items))
+        self._forward(hops)
 
     def _forward(self, hops: Hops) -> None:
+        """Hand on ``hops`` until nothing is left: a route makes probe items, a probe item an answer
+        (at most route -> probe -> answer when every partition is local)."""
         owned = self.owned()
+        while hops.probes or hops.gather:
+            hops = self._step(hops, owned)
+
+    def _step(self, hops: Hops, owned: Container[tuple[str, int]]) -> Hops:
+        """Send what goes over Kafka; run the local hops; what they made, for the next step."""
+        made = Hops()
         local: list[tuple[int, Sequence[ProbeItem]]] = []
         for partition, items in hops.probes.items():
             if (self.topics.probe, partition) in owned:
@@ -97,13 +107,13 @@ class Pipeline:
                 send_list(self.output, self.topics.probe, partition, [item.to_json() for item in items])
         metrics.HOPS.labels("probe", "local").inc(len(local))
         metrics.HOPS.labels("probe", "kafka").inc(len(hops.probes) - len(local))
-        gather = hops.gather
         if local:
-            merge(gather, self.probes.handle_batch(local))
-        for partition, entries in gather.items():
+            merge(made.gather, self.probes.handle_batch(local))
+        for partition, entries in hops.gather.items():
             if (self.topics.gather, partition) in owned:
                 metrics.HOPS.labels("gather", "local").inc()
-                self.gather.handle(partition, entries)
+                merge(made.probes, self.gather.handle(partition, entries))
             else:
                 metrics.HOPS.labels("gather", "kafka").inc()
                 send_list(self.output, self.topics.gather, partition, [e.to_json() for e in entries])
+        return made

@@ -1,16 +1,20 @@
 """Wire formats of the internal topics (JSON; fingerprints base64) and of dead letters.
 
-probe topic   value = JSON list of ``ProbeItem``, one message per target partition per batch
 gather topic  value = JSON list of gather entries, one message per gather partition per batch:
-  ``Header``  {"t": "expect", ...}  a document's header (from the document stage, when nothing is probed)
+  ``Route``   {"t": "route", ...}   a document for its home gather partition (from the document stage):
+              header, fingerprint, and the tables of each index partition that owns one of its keys
+  ``Header``  {"t": "expect", ...}  a document's header (written before routes; still read)
   ``Answer``  {"t": "answer", ...}  one partition's earlier matches of a document (from the probe stage)
   ``Revise``  {"t": "revise", ...}  a canonically earlier document matched this one
   ``Revisions`` {"t": "revisions", ...}  one document matched several later ones of the partition (the
               probe stage sends these; ``Revise`` is what the gather stage expands them into)
+probe topic   value = JSON list of ``ProbeItem``, one message per target partition per batch (from the
+              gather stage: an item for each partition owning one of the document's keys, and one
+              without tables for each partition that may hold an earlier version of the id)
 
-A document with target partitions sends no header of its own: it rides in the probe item of its first
-target partition and comes back, with the SimHash, schema and order, in that partition's answer. The
-gather side keeps only these (what a verdict needs), never the fingerprint with its sketch.
+The header rides in the probe item of the document's first target partition and comes back, with the
+order that partition settled, in its answer. The gather side keeps only what a verdict needs and
+where the current version is indexed, never the fingerprint with its sketch.
 """
 
 from __future__ import annotations
@@ -187,9 +191,33 @@ class Revisions:
         return [Revise(doc, match, version) for doc, version, match in self.to]
 
 
-GatherEntry = Header | Answer | Revise | Revisions
-_ENTRY_TYPES: dict[str, type[Header] | type[Answer] | type[Revise] | type[Revisions]] = {
-    "expect": Header, "answer": Answer, "revise": Revise, "revisions": Revisions}
+@dataclass(frozen=True)
+class Route:
+    """A document for its home gather partition (``routing.doc_partition`` of its id), which sends its
+    probe items: ``tables``, per index partition owning one of its keys, the tables it owns there (none
+    for a deletion or an empty document). The header's ``expected`` is the home's to set."""
+
+    header: Header
+    fp: bytes
+    tables: dict[int, list[int]]
+
+    @property
+    def doc(self) -> str:
+        return self.header.doc
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": "route", "header": self.header.to_json(), "fp": b64(self.fp),
+                "tables": [[p, tables] for p, tables in sorted(self.tables.items())]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Route:
+        return cls(Header.from_json(d["header"]), unb64(d["fp"]),
+                   {int(p): [int(t) for t in tables] for p, tables in d["tables"]})
+
+
+GatherEntry = Route | Header | Answer | Revise | Revisions
+_ENTRY_TYPES: dict[str, type[Route] | type[Header] | type[Answer] | type[Revise] | type[Revisions]] = {
+    "route": Route, "expect": Header, "answer": Answer, "revise": Revise, "revisions": Revisions}
 
 
 def entry_from_json(d: dict[str, Any]) -> GatherEntry:
@@ -204,7 +232,7 @@ class ProbeItem:
     order: Order
     tables: list[int]
     header: Header | None = None  # the document's header, in its first target partition only
-    delete: bool = False  # remove the document from this partition (sent to every partition)
+    delete: bool = False  # remove the document from this partition (sent where a version may be indexed)
     version: Version | None = None  # an older version than the partition has heard of is not indexed
 
     def to_json(self) -> dict[str, Any]:

@@ -59,8 +59,8 @@ class IndexMemory:
     bucket_cache_bytes: int = 256 << 20
     band_memtable: int = 1 << 18
 
-# A document's probe goes to every partition owning one of its buckets (usually all of them), and one
-# worker often owns several: its fingerprint is decoded once (``decoded``, shared by the stage, its
+# A document's probe goes to every partition owning one of its buckets (all of them at a few
+# partitions), and one worker often owns several: its fingerprint is decoded once (``decoded``, shared by the stage, its
 # detectors and the document stage that serialized it).
 
 
@@ -191,10 +191,10 @@ class ProbeStage:
             if self._older_than_known(store, item):  # the gather stage refuses its round too
                 out[doc_partition(item.doc, n)].append(Answer(item.doc, item.round, partition, [], item.header))
                 continue
-            answered = item.delete or not item.tables  # a deletion, or a document with nothing to index here
+            answered = item.delete or not item.tables  # a deletion, or a drop of an earlier version (a route)
             # Such an item removes its id's indexed version, which the run before it must still see.
-            # When the partition holds none (most of the ~2% of items without tables at 8 partitions),
-            # the run goes on: ending it there cut 120-document batches into runs of ~30.
+            # When the partition holds none (a version that was never indexed here: refused, expired), the
+            # run goes on: ending it at every item without tables cut 120-document batches into runs of ~30.
             removes = answered and (item.delete or item.doc in ids or detector.index.document(item.doc) is not None)
             if removes or item.doc in ids:
                 self._probe_run(partition, detector, run, out)

@@ -225,7 +225,8 @@ class GatherStates:
 def gather_partitions(old: Iterable[Mapping[bytes, bytes]], partitions: int, skip_prefix: bytes,
                       limit: int = MAX_MATCHES) -> GatherStates:
     """Each gather state to its id's partition under the new count, as a deployment with that count would
-    hold it: a finished round answered by every new partition (every partition answers every document)."""
+    hold it: a finished round answered by every new partition, where the document is indexed unknown
+    (the old partition numbers mean nothing under the new count): its next version drops it everywhere."""
     out = GatherStates([[] for _ in range(partitions)], [])
     for items in old:
         for key, value in items.items():
@@ -236,6 +237,7 @@ def gather_partitions(old: Iterable[Mapping[bytes, bytes]], partitions: int, ski
                 out.unfinished.append(state.doc)
                 continue
             state.expected, state.got = partitions, list(range(partitions))
+            state.placed, state.dropping = None, []
             doc = key.decode("utf-8", "surrogatepass")
             out.partitions[doc_partition(doc, partitions)].append((key, dumps(state.to_json())))
     return out
