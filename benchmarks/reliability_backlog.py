@@ -61,7 +61,7 @@ def backlog(run: Run) -> dict[str, Any]:
         # the held revisions too: a backlog's go out a revision interval after the worker caught up
         settled_table(d, ids, run.scale.timeout, settle=2 * REVISION_INTERVAL + 5)
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
-        counts = accounted(d, n)
+        counts = accounted(d, n, read_timeout=max(60.0, n / 500))
         log = (d.tmp / "w.log").read_text(errors="replace")
     per_id: dict[bytes | None, list[dict[str, Any]]] = {}
     for key, body in records:
