@@ -5,6 +5,7 @@ and re-reads (none), and the worker's RSS over time (the last 40% of the documen
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,14 +23,21 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0
-                     ) -> list[tuple[float, int, int]]:
-    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes) every ``every`` s."""
+                     ) -> list[tuple[float, int, int, float]]:
+    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes, worker CPU
+    seconds) every ``every`` s."""
     started = time.monotonic()
-    samples: list[tuple[float, int, int]] = []
+    samples: list[tuple[float, int, int, float]] = []
     while True:
         judged = watch.count()
-        samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid)))
+        samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid), round(cpu_seconds(pid), 1)))
         if judged >= ids:
             return samples
         if time.monotonic() - started > timeout:
@@ -66,8 +74,11 @@ def backlog(run: Run) -> dict[str, Any]:
     per_id: dict[bytes | None, list[dict[str, Any]]] = {}
     for key, body in records:
         per_id.setdefault(key, []).append(body)
-    at_60 = next((rss for _, judged, rss in samples if judged >= 0.6 * len(set(ids))), None)
+    at_60 = next((rss for _, judged, rss, _ in samples if judged >= 0.6 * len(set(ids))), None)
     last = samples[-1][2] if samples else None
+    # single samples carry the memtables' flush sawtooth (tens of MiB): the high-water marks too
+    peak_60 = max((rss for _, judged, rss, _ in samples if judged <= 0.6 * len(set(ids))), default=None)
+    peak = max((rss for _, _, rss, _ in samples), default=None)
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
             "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
             "ids_by_verdict_records": dict(sorted(Counter(map(len, per_id.values())).items())),
@@ -75,6 +86,10 @@ def backlog(run: Run) -> dict[str, Any]:
             "false_stalls": log.count("nothing was delivered"), "gaps": log.count("were skipped before"),
             "rss_at_60_percent": at_60, "rss_last": last,
             "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
+            "rss_peak_to_60_percent": peak_60, "rss_peak": peak,
+            "rss_peak_growth_last_40_percent": round(peak / peak_60 - 1, 3) if peak and peak_60 else None,
+            "worker_cpu_seconds": samples[-1][3] if samples else None,
+            "worker_cpu_ms_per_document": round(1000 * samples[-1][3] / n, 3) if samples else None,
             "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0] if samples else None}
 
 
@@ -85,7 +100,7 @@ def backlog_chart(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     samples = result["rss_samples"]
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot([judged for _, judged, _ in samples], [rss / 2**20 for _, _, rss in samples], marker=".")
+    ax.plot([s[1] for s in samples], [s[2] / 2**20 for s in samples], marker=".")
     ax.set_xlabel("ids with a verdict")
     ax.set_ylabel("worker RSS (MiB)")
     ax.set_title(f"backlog of {result['documents']:,} documents: RSS of one worker "
