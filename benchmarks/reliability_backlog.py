@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,17 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def rereads(port: int) -> dict[str, int]:
+    """The worker's input re-reads by kind (stall, gap, accepted), all agents together, from its
+    /metrics: its log says each once, and a second one within 5 s is only counted in the next line."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    counts: dict[str, int] = {}
+    for kind, value in re.findall(r'^dedup_input_rereads\{[^}]*kind="(\w+)"[^}]*\} (\S+)$', text, re.MULTILINE):
+        counts[kind] = counts.get(kind, 0) + int(float(value))
+    return counts
 
 
 def cpu_seconds(pid: int) -> float:
@@ -70,6 +83,7 @@ def backlog(run: Run) -> dict[str, Any]:
         settled_table(d, ids, run.scale.timeout, settle=2 * REVISION_INTERVAL + 5)
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
         counts = accounted(d, n, read_timeout=max(60.0, n / 500))
+        reread = rereads(d.metrics_ports["w"])
         log = (d.tmp / "w.log").read_text(errors="replace")
     per_id: dict[bytes | None, list[dict[str, Any]]] = {}
     for key, body in records:
@@ -83,7 +97,8 @@ def backlog(run: Run) -> dict[str, Any]:
             "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
             "ids_by_verdict_records": dict(sorted(Counter(map(len, per_id.values())).items())),
             "most_revised": most_revised(per_id),
-            "false_stalls": log.count("nothing was delivered"), "gaps": log.count("were skipped before"),
+            "false_stalls": max(log.count("nothing was delivered"), reread.get("stall", 0)),
+            "gaps": max(log.count("were skipped before"), reread.get("gap", 0)),
             "rss_at_60_percent": at_60, "rss_last": last,
             "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
             "rss_peak_to_60_percent": peak_60, "rss_peak": peak,
