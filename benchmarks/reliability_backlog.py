@@ -91,7 +91,8 @@ def backlog(run: Run) -> dict[str, Any]:
     at_60 = next((rss for _, judged, rss, _ in samples if judged >= 0.6 * len(set(ids))), None)
     last = samples[-1][2] if samples else None
     # single samples carry the memtables' flush sawtooth (tens of MiB): the high-water marks too
-    peak_60 = max((rss for _, judged, rss, _ in samples if judged <= 0.6 * len(set(ids))), default=None)
+    upto_60 = next((i for i, sample in enumerate(samples) if sample[1] >= 0.6 * len(set(ids))), len(samples) - 1)
+    peak_60 = max((sample[2] for sample in samples[:upto_60 + 1]), default=None)  # the sample at 60% included
     peak = max((rss for _, _, rss, _ in samples), default=None)
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
             "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
