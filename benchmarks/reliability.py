@@ -82,11 +82,14 @@ def detail(r: dict[str, Any]) -> str:
                 f"{r['verdict_records_per_id']} verdict records per id"
                 + (f", SIGKILL at {killed:,} ids judged" if killed is not None else ""))
     if name == "backlog":
-        growth = r["rss_growth_last_40_percent"]
+        growth, peak_growth = r["rss_growth_last_40_percent"], r.get("rss_peak_growth_last_40_percent")
         return (f"{r['documents']:,} documents: {r['verdict_records_per_id']} verdict records per id (most "
                 f"{r['most_verdict_records_for_an_id']}), false stalls {r['false_stalls']}, gaps {r['gaps']}, RSS "
                 f"{(r['rss_last'] or 0) / 2**20:,.0f} MiB at the end, "
-                f"{'n/a' if growth is None else f'{growth:+.1%}'} over the last 40% of the documents")
+                f"{'n/a' if growth is None else f'{growth:+.1%}'} over the last 40% of the documents (high-water "
+                f"mark {(r.get('rss_peak') or 0) / 2**20:,.0f} MiB, "
+                f"{'n/a' if peak_growth is None else f'{peak_growth:+.1%}'}), worker CPU "
+                f"{r.get('worker_cpu_ms_per_document')} ms per document")
     if name in ("broker-pause", "broker-outage"):
         exits = ", ".join(f"{e['code']} at {e['at_s']:.0f} s" for e in r["worker_exits"]) or "none"
         return (f"{r['pause_s']:.0f} s SIGSTOP at {r['judged_at_pause']:,} judged: {r['log_lines_during']} log lines "

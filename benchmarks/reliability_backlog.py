@@ -5,7 +5,10 @@ and re-reads (none), and the worker's RSS over time (the last 40% of the documen
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,14 +25,32 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def rereads(port: int) -> dict[str, int]:
+    """The worker's input re-reads by kind (stall, gap, accepted), all agents together, from its
+    /metrics: its log says each once, and a second one within 5 s is only counted in the next line."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    counts: dict[str, int] = {}
+    for kind, value in re.findall(r'^dedup_input_rereads\{[^}]*kind="(\w+)"[^}]*\} (\S+)$', text, re.MULTILINE):
+        counts[kind] = counts.get(kind, 0) + int(float(value))
+    return counts
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0
-                     ) -> list[tuple[float, int, int]]:
-    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes) every ``every`` s."""
+                     ) -> list[tuple[float, int, int, float]]:
+    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes, worker CPU
+    seconds) every ``every`` s."""
     started = time.monotonic()
-    samples: list[tuple[float, int, int]] = []
+    samples: list[tuple[float, int, int, float]] = []
     while True:
         judged = watch.count()
-        samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid)))
+        samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid), round(cpu_seconds(pid), 1)))
         if judged >= ids:
             return samples
         if time.monotonic() - started > timeout:
@@ -61,20 +82,30 @@ def backlog(run: Run) -> dict[str, Any]:
         # the held revisions too: a backlog's go out a revision interval after the worker caught up
         settled_table(d, ids, run.scale.timeout, settle=2 * REVISION_INTERVAL + 5)
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
-        counts = accounted(d, n)
+        counts = accounted(d, n, read_timeout=max(60.0, n / 500))
+        reread = rereads(d.metrics_ports["w"])
         log = (d.tmp / "w.log").read_text(errors="replace")
     per_id: dict[bytes | None, list[dict[str, Any]]] = {}
     for key, body in records:
         per_id.setdefault(key, []).append(body)
-    at_60 = next((rss for _, judged, rss in samples if judged >= 0.6 * len(set(ids))), None)
+    at_60 = next((rss for _, judged, rss, _ in samples if judged >= 0.6 * len(set(ids))), None)
     last = samples[-1][2] if samples else None
+    # single samples carry the memtables' flush sawtooth (tens of MiB): the high-water marks too
+    upto_60 = next((i for i, sample in enumerate(samples) if sample[1] >= 0.6 * len(set(ids))), len(samples) - 1)
+    peak_60 = max((sample[2] for sample in samples[:upto_60 + 1]), default=None)  # the sample at 60% included
+    peak = max((rss for _, _, rss, _ in samples), default=None)
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
             "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
             "ids_by_verdict_records": dict(sorted(Counter(map(len, per_id.values())).items())),
             "most_revised": most_revised(per_id),
-            "false_stalls": log.count("nothing was delivered"), "gaps": log.count("were skipped before"),
+            "false_stalls": max(log.count("nothing was delivered"), reread.get("stall", 0)),
+            "gaps": max(log.count("were skipped before"), reread.get("gap", 0)),
             "rss_at_60_percent": at_60, "rss_last": last,
             "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
+            "rss_peak_to_60_percent": peak_60, "rss_peak": peak,
+            "rss_peak_growth_last_40_percent": round(peak / peak_60 - 1, 3) if peak and peak_60 else None,
+            "worker_cpu_seconds": samples[-1][3] if samples else None,
+            "worker_cpu_ms_per_document": round(1000 * samples[-1][3] / n, 3) if samples else None,
             "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0] if samples else None}
 
 
@@ -85,7 +116,7 @@ def backlog_chart(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     samples = result["rss_samples"]
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot([judged for _, judged, _ in samples], [rss / 2**20 for _, _, rss in samples], marker=".")
+    ax.plot([s[1] for s in samples], [s[2] / 2**20 for s in samples], marker=".")
     ax.set_xlabel("ids with a verdict")
     ax.set_ylabel("worker RSS (MiB)")
     ax.set_title(f"backlog of {result['documents']:,} documents: RSS of one worker "

@@ -78,7 +78,7 @@ def test_each_patch_replaces_the_attribute_it_names(monkeypatch: pytest.MonkeyPa
     assert {f"{p.owner.__name__}.{p.name}" for p in every} == {
         "Consumer.__init__", "Consumer.getmany", "Consumer.on_partitions_revoked", "Consumer._new_offset",
         "Consumer._commit_offsets", "Consumer.wait_first", "Recovery._build_highwaters",
-        "Recovery._build_offsets", "AIOKafkaConsumer.__init__"}
+        "Recovery._build_offsets", "AIOKafkaConsumer.__init__", "RocksDBOptions.as_options"}
     for patch in every:  # restored after the test: other tests may build real consumers
         monkeypatch.setattr(patch.owner, patch.name, getattr(patch.owner, patch.name))
     for module in patches.MODULES:

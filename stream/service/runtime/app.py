@@ -25,9 +25,17 @@ from stream.service import metrics
 from stream.service.runtime.backlog import Backlog
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
-from stream.service.runtime.patches import committed_offsets, install_patches, known_ends, partition_db, request_seek
+from stream.service.runtime.patches import (
+    MEMORY_OPTION,
+    committed_offsets,
+    install_patches,
+    known_ends,
+    partition_db,
+    request_seek,
+)
 from stream.service.runtime.process_tuning import heap_trimmer, set_switch_interval
 from stream.service.runtime.recovery import DATA_LOSS_MARKER
+from stream.service.runtime.rocks_memory import RocksMemory
 from stream.service.runtime.tablestore import FaustTableStore
 from stream.service.settings import Settings
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
@@ -47,13 +55,19 @@ HEAP_TRIM_SECONDS = 60.0  # how often freed C-heap pages go back to the system (
 
 READY_FILE = "READY"
 BAND_RUNS_DIR = "index-band-runs"  # in Faust's table dir: one directory of band runs per block-table partition
-# RocksDB per table partition (Faust's defaults: a 2 GiB block cache and three 64 MiB memtables for
-# each of the worker's ~12 partition databases, which let RSS grow with the data read)
+# RocksDB memtables per table partition (Faust's default: three of 64 MiB for each of the worker's ~12
+# partition databases); every partition database shares the worker's block cache and memtable limit
+# (RocksMemory, runtime/rocks_memory.py)
 TABLE_MEMORY: dict[str, dict[str, int]] = {
-    "blocks": {"block_cache_size": 64 << 20, "write_buffer_size": 32 << 20, "max_write_buffer_number": 2},
-    "gather_state": {"block_cache_size": 32 << 20, "write_buffer_size": 16 << 20, "max_write_buffer_number": 2},
-    "positions": {"block_cache_size": 1 << 20, "write_buffer_size": 1 << 20, "max_write_buffer_number": 2},
+    "blocks": {"write_buffer_size": 32 << 20, "max_write_buffer_number": 2},
+    "gather_state": {"write_buffer_size": 16 << 20, "max_write_buffer_number": 2},
+    "positions": {"write_buffer_size": 1 << 20, "max_write_buffer_number": 2},
 }
+
+
+def table_options(table: str, memory: RocksMemory) -> dict[str, Any]:
+    """Faust's ``options`` of one of the worker's tables: rocksdict, its memtables, the shared budget."""
+    return {"driver": "rocksdict", **TABLE_MEMORY[table], MEMORY_OPTION: memory}
 
 
 class ReadyMarker(faust.Sensor):
@@ -158,8 +172,10 @@ class DedupApp:
             gather_partitions=s.index_partitions,
             index_partitions=s.index_partitions,
         )
+        self.rocks_memory = RocksMemory()
+
         def options(table: str) -> dict[str, Any]:
-            return {"driver": "rocksdict", **TABLE_MEMORY[table]}
+            return table_options(table, self.rocks_memory)
 
         self.blocks = self.app.Table(BLOCKS_TABLE, partitions=s.index_partitions, key_type=bytes, value_type=bytes,
                                      options=options(BLOCKS_TABLE))

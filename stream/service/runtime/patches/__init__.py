@@ -10,6 +10,8 @@ it was checked against.
   (``Recovery._build_offsets``);
 - ``fetch_wait``: the consumer's fetch wait Faust hard-codes (``AIOKafkaConsumer.__init__``);
 - ``direct_delivery``: a record handed to the streams without four tasks (``Consumer.wait_first``);
+- ``table_memory``: every table database shares the worker's RocksDB block cache and memtable limit
+  (``RocksDBOptions.as_options``);
 - ``internals``: private reads (``Store._db_for_partition``, ``Store.offset_key``,
   ``Consumer._committed_offset``).
 
@@ -34,11 +36,13 @@ from stream.service.runtime.patches import (  # noqa: E402  (after the version c
     internals,
     offset_gaps,
     recovery_bounds,
+    table_memory,
 )
 from stream.service.runtime.patches.internals import FAUST_OFFSET_KEY, committed_offsets, partition_db  # noqa: E402
 from stream.service.runtime.patches.offset_gaps import known_ends, request_seek  # noqa: E402
+from stream.service.runtime.patches.table_memory import MEMORY_OPTION  # noqa: E402
 
-MODULES = (offset_gaps, recovery_bounds, data_loss_check, fetch_wait, direct_delivery, internals)
+MODULES = (offset_gaps, recovery_bounds, data_loss_check, fetch_wait, direct_delivery, table_memory, internals)
 
 
 def install_patches(fetch_max_wait_ms: int, recovery_conf: dict[str, Any],
@@ -50,7 +54,8 @@ def install_patches(fetch_max_wait_ms: int, recovery_conf: dict[str, Any],
     recovery_bounds.install_exact_recovery_bounds(recovery_conf)
     data_loss_check.install_data_loss_check(on_data_loss)
     offset_gaps.install_gap_guard()
+    table_memory.install_table_memory()
 
 
-__all__ = ["FAUST_OFFSET_KEY", "MODULES", "SUPPORTED", "check_versions", "committed_offsets", "install_patches",
-           "known_ends", "partition_db", "request_seek"]
+__all__ = ["FAUST_OFFSET_KEY", "MEMORY_OPTION", "MODULES", "SUPPORTED", "check_versions", "committed_offsets",
+           "install_patches", "known_ends", "partition_db", "request_seek"]
