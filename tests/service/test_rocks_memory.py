@@ -1,4 +1,4 @@
-"""The worker's RocksDB memory budget (``runtime/rocks_memory.py``): every table partition database
+"""The worker's RocksDB memory budget (``stream/service/runtime/rocks_memory.py``): every table partition database
 Faust opens for a worker shares one block cache, which also holds the index and filter blocks, and
 one memtable limit, whatever the number of partitions."""
 
