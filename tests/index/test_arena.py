@@ -10,7 +10,7 @@ import numpy as np
 from stream.index import BlockIndex
 from stream.index.simhash.arena import RootArena
 
-from .helpers import brute_force
+from .helpers import brute_force, insert_batch_exactly
 
 FILTER, SHIFT = (1 << 24) - 1, 48  # the entries keep the low 24 bits; the block is the top 16
 SUB = 0xFC0000  # the top 6 filter bits key the sub-chains
@@ -112,12 +112,7 @@ def test_roots_move_between_the_arena_and_the_one_document_path_exactly() -> Non
         if docs:  # near copies of earlier documents, inside the batch too
             for i, old in enumerate(rng.sample(sorted(docs.values()), 5)):
                 batch[f"n{step}-{i}"] = old ^ (1 << rng.randrange(64))
-        answers = index.query_insert_many(list(batch.values()), list(batch))
-        seen = dict(docs)
-        for (doc, fp), hits in zip(batch.items(), answers, strict=True):
-            assert {h.doc_id: h.distance for h in hits} == brute_force(seen, fp, 3), (step, doc)
-            seen[doc] = fp
-        docs = seen
+        docs = insert_batch_exactly(index, docs, batch)
         one = rng.choice(sorted(docs))  # the one-document path on roots the batch left in the arena
         assert {h.doc_id: h.distance for h in index.query(docs[one])} == brute_force(docs, docs[one], 3)
         index.delete(one)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from stream.index import BlockIndex, TableLayout
 
-from .helpers import brute_force
+from .helpers import brute_force, insert_batch_exactly
 
 MASK = (1 << 64) - 1
 
@@ -86,12 +86,7 @@ def test_pairs_one_bit_apart_in_the_next_block_are_found_by_the_batch_path() -> 
             batch[f"s{step}-{j}"] = _patterned(base, split, rng, top=arena.MAX_SHIFT)
             if j % 4 == 0:  # a pair inside the batch too
                 batch[f"t{step}-{j}"] = _patterned(batch[f"s{step}-{j}"], rng.choice(splits), rng, arena.MAX_SHIFT)
-        answers = index.query_insert_many(list(batch.values()), list(batch))
-        seen = dict(docs)
-        for (doc, fp), hits in zip(batch.items(), answers, strict=True):
-            assert {h.doc_id: h.distance for h in hits} == brute_force(seen, fp, 3), (step, doc)
-            seen[doc] = fp
-        docs = seen
+        docs = insert_batch_exactly(index, docs, batch)
     assert arena.shift == arena.MAX_SHIFT and arena.compactions > 0
     tables = [0, 1, 2, 3]
     for fp in rng.sample(sorted(docs.values()), 60):
