@@ -36,7 +36,7 @@ def synthetic_state(n: int, seed: int = 7) -> tuple[Any, list[list[tuple[bytes, 
     from stream.service.stages.rekey import BlockState
 
     rng = random.Random(seed)
-    state = BlockState(skip_prefix=KEY_PREFIX, config=dumps({"version": 7, "k": 3, "bits": 64, "bands": BANDS}),
+    state = BlockState(skip_prefix=KEY_PREFIX, config=dumps({"version": 8, "k": 3, "bits": 64, "bands": BANDS}),
                        settings=b'{"synthetic": true}')
     payload = rng.randbytes(PAYLOAD)
     gather = []

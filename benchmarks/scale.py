@@ -39,6 +39,7 @@ class Step:
     disk_bytes_per_doc: float  # the index directory now, per document
     simhash_candidates: float  # mean candidates per query over the whole build (SimHash tables)
     band_candidates: float  # the same for the band tables
+    simhash_candidates_step: float  # mean SimHash candidates per query over this step
 
 
 def _rss_mib() -> float:
@@ -96,6 +97,7 @@ def grow(path: Path, size: int, step: int, batch: int, near: float, payload: int
     index = BlockIndex(str(path), k=K, bands=BANDS)
     done = 0
     probe = None
+    compared = 0.0  # SimHash candidates compared so far (a query per document)
     while done < size:
         wall = cpu = 0.0
         in_step = 0
@@ -110,9 +112,11 @@ def grow(path: Path, size: int, step: int, batch: int, near: float, payload: int
             in_step += len(fps)
             done += len(fps)
         stats = index.stats()
+        simhash = stats.kinds["simhash"].candidates_mean
         steps.append(Step(done, 1e6 * wall / in_step, 1e6 * cpu / in_step, _rss_mib(), _peak_rss_mib(),
-                          _disk_bytes(path) / done, stats.kinds["simhash"].candidates_mean,
-                          stats.kinds["band"].candidates_mean))
+                          _disk_bytes(path) / done, simhash, stats.kinds["band"].candidates_mean,
+                          (simhash * done - compared) / in_step))
+        compared = simhash * done
         click.echo(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in
                             asdict(steps[-1]).items()), err=True)
         if on_step is not None:

@@ -10,7 +10,7 @@ checks it against that method.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class TableLayout:
         self._fp_len = (bits + 7) // 8
         self._keys = tuple((bytes([t]), s.low, s.block_mask, s.top_len) for t, s in enumerate(self.simhash))
         self._payloads = tuple(
-            (s.low + s.width, s.low, (1 << s.low) - 1, s.kept_mask, s.payload_len) for s in self.simhash
+            (s.low + s.width, s.low, (1 << s.low) - 1, s.kept_mask, s.kept_low, s.payload_len) for s in self.simhash
         )
         # byte-aligned blocks (64 bits, k = 3): a root key is a slice of the fingerprint's bytes
         aligned = bits % 8 == 0 and all(s.low % 8 == 0 and s.width % 8 == 0 for s in self.simhash)
@@ -128,16 +128,30 @@ class TableLayout:
     def root_payloads(self, fingerprint: int) -> list[bytes]:
         """What the entries of ``fingerprint`` keep in its k + 1 unsplit top-level buckets
         (``SimhashBlocks.payload``)."""
-        return [((((fingerprint >> above) << low) | (fingerprint & low_mask)) & kept).to_bytes(size, "big")
-                for above, low, low_mask, kept, size in self._payloads]
+        return [(((((fingerprint >> above) << low) | (fingerprint & low_mask)) & kept) >> shift).to_bytes(size, "big")
+                for above, low, low_mask, kept, shift, size in self._payloads]
 
     def first_shared(self, a: int, b: int) -> int | None:
-        """The lowest SimHash table whose block ``a`` and ``b`` share (None if none: distance > k)."""
+        """The lowest SimHash table that reaches the pair ``a``, ``b`` (``SimhashBlocks.reaches``: the
+        same block, at most one bit apart in the next; None if none: distance > k)."""
         differ = a ^ b
-        for t, (low, mask) in enumerate(self.blocks):
-            if not (differ >> low) & mask:
+        for t, scheme in enumerate(self.simhash):
+            if scheme.reaches(differ):
                 return t
         return None
+
+    def reaches_any(self, a: int, b: int, tables: Iterable[int]) -> bool:
+        """Whether one of the SimHash ``tables`` reaches the pair ``a``, ``b``: a query over those
+        tables reports it (at distance <= k)."""
+        return self.reaches_in(a ^ b, sum(1 << t for t in tables if t <= self.k))
+
+    def reaches_in(self, differ: int, tables: int) -> bool:
+        """``reaches_any`` for tables given as a bit mask (bit t: table t); every SimHash table
+        reaches each pair within k, so a full mask needs no look at the blocks."""
+        full = (1 << (self.k + 1)) - 1
+        if tables & full == full:
+            return True
+        return any(tables >> t & 1 and scheme.reaches(differ) for t, scheme in enumerate(self.simhash))
 
     def block_values(self, t: int, fps: np.ndarray) -> np.ndarray:
         """The block values of many fingerprints (uint64) in SimHash table t (``SimhashBlocks.top``)."""

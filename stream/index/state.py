@@ -20,6 +20,7 @@ from stream.index.records import (
     StoredDocument,
     handle_bytes,
 )
+from stream.index.simhash.arena import RootArena
 from stream.index.simhash.buckets import Bucket
 from stream.index.simhash.cache import BucketCache, RootFilter
 from stream.index.simhash.stats import StatsRecorder
@@ -99,7 +100,8 @@ class IndexState:
                     Handles(kv), None)
         state.tables = [BucketTable(t, scheme, kv, cache, stats, policy, state.fingerprints_of)
                         for t, scheme in enumerate(layout.simhash)]
-        slot_lists = [cache.slots(t, scheme.top_len, layout.filter_masks[t] & ~(mask << shift), shift)
+        slot_lists = [cache.slots(t, scheme.top_len, layout.filter_masks[t] & ~(mask << shift), shift,
+                                  scheme.sub_mask(RootArena.MAX_SHIFT))
                       for t, (scheme, (shift, mask)) in enumerate(zip(layout.simhash, layout.blocks, strict=True))]
         if all(slots is not None for slots in slot_lists):
             pairs = zip(slot_lists, layout.blocks, strict=True)

@@ -56,6 +56,17 @@ def brute_force(docs: dict[str, int], query: int, k: int) -> dict[str, int]:
     return {doc: (fp ^ query).bit_count() for doc, fp in docs.items() if (fp ^ query).bit_count() <= k}
 
 
+def insert_batch_exactly(index: BlockIndex, docs: dict[str, int], batch: dict[str, int], k: int = 3) -> dict[str, int]:
+    """``query_insert_many`` of ``batch``: each answer equals brute force over ``docs`` and the batch's
+    earlier documents; returns ``docs`` with the batch."""
+    answers = index.query_insert_many(list(batch.values()), list(batch))
+    seen = dict(docs)
+    for (doc, fp), hits in zip(batch.items(), answers, strict=True):
+        assert {h.doc_id: h.distance for h in hits} == brute_force(seen, fp, k), doc
+        seen[doc] = fp
+    return seen
+
+
 FORCED = {"split_mu": 0.0, "split_cap": 8, "min_split": 4}
 
 

@@ -29,19 +29,6 @@ def test_root_keys_payloads_and_block_values_equal_the_schemes(fps: list[int], k
         assert scheme.payload_values(array).tolist() == payloads
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.integers(0, MASK), st.lists(st.integers(0, 63), max_size=8, unique=True), st.sampled_from([1, 3, 5]))
-def test_first_shared_is_the_lowest_table_whose_block_both_share(a: int, flips: list[int], k: int) -> None:
-    layout = TableLayout(k=k)
-    b = a
-    for bit in flips:
-        b ^= 1 << bit
-    shared = [t for t, s in enumerate(layout.simhash) if s.top((a, 0)) == s.top((b, 0))]
-    assert layout.first_shared(a, b) == (shared[0] if shared else None)
-    if len(flips) <= k:  # pigeonhole
-        assert shared
-
-
 def test_routing_keys_are_a_function_of_the_layout() -> None:
     layout = TableLayout(k=3, bands=2)
     fp = 0xABCD_0123_4567_89EF

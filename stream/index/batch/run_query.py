@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stream.index.batch.roots import Resolved
-from stream.index.document.query import hits
+from stream.index.document.query import hits, simhash_part
 from stream.index.records import IndexHit
 from stream.index.simhash import split_batch
 from stream.index.simhash.kernels import pairs_within
@@ -64,7 +64,9 @@ def _index_hits(state: IndexState, batch: DocumentBatch, near: dict[int, set[int
         for i in sorted(near.keys() | band.keys()):
             mates = band.get(i, {})
             values = [(v, 0) for v in batch.values[i].tolist()] if mates else ()
-            answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values)
+            simhash_in = None if batch.all_simhash else simhash_part(state.layout, batch.used[i])
+            answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values,
+                              simhash_in)
 
 
 def _simhash_candidates(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]], resolved: Resolved) -> None:
@@ -73,10 +75,9 @@ def _simhash_candidates(state: IndexState, batch: DocumentBatch, near: dict[int,
     candidate statistics as ``query`` keeps them."""
     arena = state.cache.arena
     blocks, use, below = resolved.blocks, resolved.arena, resolved.below
-    found, handles = arena.within(blocks, use, resolved.masked, state.layout.k)
+    found, handles, sizes = arena.within(blocks, use, resolved.masked, state.layout.k)
     for i, handle in zip(found.tolist(), handles.tolist(), strict=True):
         near.setdefault(i, set()).add(handle)
-    sizes = (arena.lengths(blocks) * use).sum(axis=0)
     for (t, _), (root_key, root, docs) in below.items():  # below split roots: leaves hold whole fps
         at = np.array(docs, dtype=np.int64)
         visits = split_batch.descend(state.tables[t], root_key, root, at, batch.array[at])
@@ -159,7 +160,7 @@ def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool
     fps = batch.fps
     distance = (fps[i] ^ fps[j]).bit_count()
     k = state.layout.k
-    if distance <= k and _share_simhash_block(state, batch, i, j):
+    if distance <= k and _reached(state, batch, i, j):
         via = "simhash"
     elif band:
         via = "band"
@@ -176,12 +177,11 @@ def _run_hit(state: IndexState, batch: DocumentBatch, i: int, j: int, band: bool
     return IndexHit(batch.ids[j], distance, batch.times[j], fps[j], via, batch.payloads[j])
 
 
-def _share_simhash_block(state: IndexState, batch: DocumentBatch, i: int, j: int) -> bool:
-    """Whether a SimHash table that both documents use has them in one bucket (a pair within k
-    shares a block by pigeonhole, so with every table used the answer is yes)."""
+def _reached(state: IndexState, batch: DocumentBatch, i: int, j: int) -> bool:
+    """Whether a SimHash table that both documents use reaches the pair (``SimhashBlocks.reaches``;
+    a pair within k is reached by one of the k + 1, so with every table used the answer is yes)."""
     if batch.all_simhash:
         return True
-    differ = batch.fps[i] ^ batch.fps[j]
-    k, blocks = state.layout.k, state.layout.blocks
+    k = state.layout.k
     both: Iterable[int] = np.flatnonzero(batch.part[i, : k + 1] & batch.part[j, : k + 1]).tolist()
-    return any(not (differ >> blocks[t][0]) & blocks[t][1] for t in both)
+    return state.layout.reaches_any(batch.fps[i], batch.fps[j], both)

@@ -34,18 +34,25 @@ def query(state: IndexState, fingerprint: int, bands: Sequence[tuple[int, int]] 
         found = cached_roots(state, fingerprint)
         if found is not None:  # the common query: one compiled call filters the k + 1 roots
             return filter_roots(state, fingerprint, found)
-        return _query_leaves(state, fingerprint, probe(state, fingerprint, layout.simhash_tables), {}, (), None)
+        return _query_leaves(state, fingerprint, probe(state, fingerprint, layout.simhash_tables), {}, (), None, None)
     band_pairs = state.band_pairs(bands) if bands else ()
     used = layout.tables_for(tables, band_pairs)
     probed = probe(state, fingerprint, used)
     band = band_candidates(state, band_pairs, used) if band_pairs else {}
     # the tables a query(once=True) answers for; None when they are all the document has
     once_in = used if once and tables is not None and used != layout.tables_for(None, band_pairs) else None
-    return _query_leaves(state, fingerprint, probed, band, band_pairs, once_in)
+    return _query_leaves(state, fingerprint, probed, band, band_pairs, once_in, simhash_part(layout, used))
+
+
+def simhash_part(layout: TableLayout, used: frozenset[int]) -> frozenset[int] | None:
+    """The SimHash tables of ``used`` when they are not all of them (None: every pair within k is
+    reached by one of them, ``SimhashBlocks.reaches``)."""
+    return None if layout.simhash_tables <= used else used & layout.simhash_tables
 
 
 def _query_leaves(state: IndexState, fingerprint: int, probed: Probe, band: BandCandidates,
-                  band_pairs: tuple[tuple[int, int], ...], once_in: frozenset[int] | None) -> list[IndexHit]:
+                  band_pairs: tuple[tuple[int, int], ...], once_in: frozenset[int] | None,
+                  simhash_in: frozenset[int] | None) -> list[IndexHit]:
     """Hits of the leaves the SimHash descents reached, and of the band candidates."""
     near: set[int] = set()
     simhash_total = 0
@@ -71,7 +78,7 @@ def _query_leaves(state: IndexState, fingerprint: int, probed: Probe, band: Band
     candidates["simhash"].add(simhash_total)
     if not near and not band:
         return []
-    return hits(state, fingerprint, near, band, once_in, band_values=band_pairs)
+    return hits(state, fingerprint, near, band, once_in, band_values=band_pairs, simhash_in=simhash_in)
 
 
 def band_candidates(state: IndexState, band_pairs: tuple[tuple[int, int], ...],
@@ -108,17 +115,23 @@ def filter_roots(state: IndexState, fingerprint: int, found: list[Bucket]) -> li
 
 def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandCandidates,
          once_in: frozenset[int] | None = None, records: dict[int, bytes | None] | None = None,
-         band_values: Sequence[tuple[int, int]] = ()) -> list[IndexHit]:
+         band_values: Sequence[tuple[int, int]] = (), simhash_in: frozenset[int] | None = None) -> list[IndexHit]:
     """Hits from the handles that passed the SimHash filter (``near``) or that the band map holds
     under the tag of the query's band in some columns (``band``; the record settles whether the
     value itself is shared, ``band_values``); ``once_in``: the query's tables, for
     ``query(once=True)``; ``records``: the records by handle if the caller read them (a batch reads
-    all of its hits' records at once)."""
+    all of its hits' records at once); ``simhash_in``: the query's SimHash tables when not all
+    (``simhash_part``). A hit within k counts only if a SimHash table both documents use reaches it
+    (``SimhashBlocks.reaches``; the record's mask names the stored one's tables): a root holds every
+    entry sharing its block, the root arena's sub-chains only those near the next block, so without
+    this the answer would depend on which path read the root."""
     layout = state.layout
     k = layout.k
     head = state.codec.head
     unpack = RECORD_HEAD.unpack_from
     handles = list(set(near) | band.keys()) if band else list(near)
+    wanted = (1 << (k + 1)) - 1 if simhash_in is None else sum(1 << t for t in simhash_in)
+    mask_at = RECORD_HEAD.size
     raw = state.records(handles) if records is None else [records[h] for h in handles]
     found = []
     for handle, value in zip(handles, raw, strict=True):
@@ -126,7 +139,8 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
             continue
         stored, ts, n = unpack(value)
         distance = (stored ^ fingerprint).bit_count()
-        if distance <= k and handle in near:
+        if distance <= k and handle in near and layout.reaches_in(
+                stored ^ fingerprint, wanted & int.from_bytes(value[mask_at:head], "little")):
             via = "simhash"
         elif handle in band and shares_band(value, head, n, band[handle], band_values):
             via = "band"

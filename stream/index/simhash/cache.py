@@ -121,10 +121,12 @@ class BucketCache:
     def __contains__(self, key: bytes) -> bool:
         return key in self.buckets or self._arena_slot(key) is not None
 
-    def slots(self, table_id: int, top_len: int, filter_bits: int, block_shift: int) -> list[Bucket | None] | None:
+    def slots(self, table_id: int, top_len: int, filter_bits: int, block_shift: int,
+              sub_bits: int = 0) -> list[Bucket | None] | None:
         """File ``table_id``'s top-level buckets (keys ``table(1) + top(top_len)``) by block value;
         returns the list (None if the block is too wide for one). ``filter_bits``: the fingerprint
-        bits the table's unsplit entries keep besides the block, which starts at ``block_shift``."""
+        bits the table's unsplit entries keep besides the block, which starts at ``block_shift``;
+        ``sub_bits``: those that key the arena's sub-chains (``RootArena``)."""
         if top_len > self.SLOT_BYTES:
             return None
         while len(self.roots) <= table_id:
@@ -134,7 +136,7 @@ class BucketCache:
         self.roots[table_id] = slots
         self.root_states[table_id] = np.full(len(slots), ROOT_ABSENT, dtype=np.int8)
         self.top_lens[table_id] = 1 + top_len
-        self.arena.add_table(table_id, len(slots), filter_bits, block_shift)
+        self.arena.add_table(table_id, len(slots), filter_bits, block_shift, sub_bits)
         for key, bucket in self.buckets.items():
             self._file(key, bucket)
         return slots

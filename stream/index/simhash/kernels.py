@@ -135,9 +135,11 @@ def bucket_growth(blocks, before, use, min_split, bins):  # type: ignore[no-unty
     return new_buckets, big[:found]
 
 
-# The root arena's chains (simhash/arena.py): per table t and block value b a chain of pool entries, newest
-# first: ``head[t, b]`` its first entry (-1: none), ``nxt[e]`` the next, ``efp``/``ehandle`` the
-# entry's masked fingerprint and handle, ``length[t, b]`` how many.
+# The root arena's chains (simhash/arena.py): per table t, block value b and sub-key c a chain of pool
+# entries: ``head[t, b << shift | c]`` its first entry (-1: none), ``nxt[e]`` the next; ``length[t, b]``
+# how many entries root (t, b) holds in all its sub-chains. An entry is its packed filter bits over its
+# 40-bit handle; the sub-key c is ``sub_n[t]`` of those packed bits from ``sub_low[t]`` on (the top bits
+# of the next block, SimhashBlocks.sub_mask).
 
 
 _HANDLE_BITS = np.uint64(40)
@@ -161,12 +163,20 @@ def unpack_filter(packed, positions, count):  # type: ignore[no-untyped-def]
     return out
 
 
+@njit(cache=True, inline="always")
+def _sub_key(packed, low, n):  # type: ignore[no-untyped-def]
+    """The sub-key of packed filter bits: ``n`` bits from ``low`` on."""
+    return np.int64((packed >> np.uint64(low)) & np.uint64((1 << n) - 1))
+
+
 @njit(cache=True)
-def chain_within(head, nxt, entries, blocks, use, queries, k, out, positions, counts):  # type: ignore[no-untyped-def]
-    """Entries within k bits of ``queries[t, i]`` in chain ``(t, blocks[t, i])`` for each ``use[t, i]``:
-    writes document i to ``out[c]`` and the entry's handle to ``out[half + c]`` (half = len(out) // 2)
-    while there is room; returns how many there are. An entry is its packed filter bits over its
-    40-bit handle; a query is packed the same way (``positions[t]``, ``counts[t]``)."""
+def chain_within(head, nxt, entries, blocks, use, queries, k, out, positions, counts, shift, sub_low, sub_n,  # type: ignore[no-untyped-def]
+                 walked):
+    """Entries within k bits of ``queries[t, i]`` in root ``(t, blocks[t, i])`` for each ``use[t, i]``,
+    in the sub-chains whose key is within one bit of the query's (the table reaches no pair further
+    apart there, SimhashBlocks.reaches): writes document i to ``out[c]`` and the entry's handle to
+    ``out[half + c]`` (half = len(out) // 2) while there is room; returns how many there are. Adds
+    the entries compared to ``walked[i]``."""
     tables, n = blocks.shape
     half = len(out) // 2
     count = 0
@@ -175,94 +185,125 @@ def chain_within(head, nxt, entries, blocks, use, queries, k, out, positions, co
             if not use[t, i]:
                 continue
             q = pack_filter(queries[t, i], positions[t], counts[t])
-            e = head[t, blocks[t, i]]
-            while e >= 0:
-                entry = entries[e]
-                if _popcount((entry >> _HANDLE_BITS) ^ q) <= k:
-                    if count < half:
-                        out[count] = i
-                        out[half + count] = entry & _HANDLE_MASK
-                    count += 1
-                e = nxt[e]
+            own = _sub_key(q, sub_low[t], sub_n[t])
+            base = blocks[t, i] << shift
+            for m in range(-1, sub_n[t]):
+                e = head[t, base | (own if m < 0 else own ^ (1 << m))]
+                while e >= 0:
+                    entry = entries[e]
+                    walked[i] += 1
+                    if _popcount((entry >> _HANDLE_BITS) ^ q) <= k:
+                        if count < half:
+                            out[count] = i
+                            out[half + count] = entry & _HANDLE_MASK
+                        count += 1
+                    e = nxt[e]
     return count
 
 
 @njit(cache=True)
-def chain_append(head, length, nxt, entries, top, blocks, use, values, handles, positions, counts):  # type: ignore[no-untyped-def]
-    """Entry (``handles[i]``, ``values[t, i]``) onto chain ``(t, blocks[t, i])`` for each ``use[t, i]``,
+def chain_append(head, length, nxt, entries, top, blocks, use, values, handles, positions, counts, shift, sub_low,  # type: ignore[no-untyped-def]
+                 sub_n):
+    """Entry (``handles[i]``, ``values[t, i]``) onto root ``(t, blocks[t, i])`` for each ``use[t, i]``,
     document by document, from pool slot ``top`` on (the caller made room); returns the new top."""
     tables, n = blocks.shape
     for i in range(n):
         for t in range(tables):
             if use[t, i]:
-                b = blocks[t, i]
-                nxt[top] = head[t, b]
-                entries[top] = pack_filter(values[t, i], positions[t], counts[t]) << _HANDLE_BITS | handles[i]
-                head[t, b] = top
-                length[t, b] += 1
+                packed = pack_filter(values[t, i], positions[t], counts[t])
+                key = blocks[t, i] << shift | _sub_key(packed, sub_low[t], sub_n[t])
+                nxt[top] = head[t, key]
+                entries[top] = packed << _HANDLE_BITS | handles[i]
+                head[t, key] = top
+                length[t, blocks[t, i]] += 1
                 top += 1
     return top
 
 
 @njit(cache=True)
-def chain_push(head, length, nxt, entries, top, t, b, handles, fps, positions, counts):  # type: ignore[no-untyped-def]
-    """Entries (``handles[j]``, ``fps[j]``) onto chain (t, b) in order, from pool slot ``top`` on."""
+def chain_push(head, length, nxt, entries, top, t, b, handles, fps, positions, counts, shift, sub_low, sub_n):  # type: ignore[no-untyped-def]
+    """Entries (``handles[j]``, ``fps[j]``) onto root (t, b) in order, from pool slot ``top`` on."""
     for j in range(len(handles)):
-        nxt[top] = head[t, b]
-        entries[top] = pack_filter(fps[j], positions[t], counts[t]) << _HANDLE_BITS | handles[j]
-        head[t, b] = top
+        packed = pack_filter(fps[j], positions[t], counts[t])
+        key = b << shift | _sub_key(packed, sub_low[t], sub_n[t])
+        nxt[top] = head[t, key]
+        entries[top] = packed << _HANDLE_BITS | handles[j]
+        head[t, key] = top
         top += 1
     length[t, b] += len(handles)
     return top
 
 
 @njit(cache=True)
-def chain_collect(head, nxt, entries, t, b, out_handles, out_fps, positions, counts, fixed):  # type: ignore[no-untyped-def]
-    """Chain (t, b)'s entries into the outputs (its length), oldest first; each fingerprint is its
-    filter bits unpacked plus ``fixed`` (the bits every entry of the chain shares: its block)."""
-    e = head[t, b]
-    j = len(out_handles)
-    while e >= 0:
-        j -= 1
-        entry = entries[e]
-        out_handles[j] = entry & _HANDLE_MASK
-        out_fps[j] = unpack_filter(entry >> _HANDLE_BITS, positions[t], counts[t]) | fixed
-        e = nxt[e]
+def chain_collect(head, nxt, entries, t, b, shift, out_handles, out_fps, positions, counts, fixed):  # type: ignore[no-untyped-def]
+    """Root (t, b)'s entries into the outputs (its length), sub-chain by sub-chain; each fingerprint
+    is its filter bits unpacked plus ``fixed`` (the bits every entry of the root shares: its block)."""
+    j = 0
+    for c in range(1 << shift):
+        e = head[t, b << shift | c]
+        while e >= 0:
+            entry = entries[e]
+            out_handles[j] = entry & _HANDLE_MASK
+            out_fps[j] = unpack_filter(entry >> _HANDLE_BITS, positions[t], counts[t]) | fixed
+            j += 1
+            e = nxt[e]
 
 
 @njit(cache=True)
-def chain_gather(head, length, nxt, entries, new_entries):  # type: ignore[no-untyped-def]
-    """Every chain's entries copied into ``new_entries``, each chain in one run of slots, oldest
-    first; ``head`` then names each run's last slot (``chain_relink`` writes the links). Returns the
-    new top."""
-    tables, width = head.shape
+def chain_gather(head, length, nxt, entries, shift, new_head, new_entries, new_shift, sub_low, sub_n):  # type: ignore[no-untyped-def]
+    """Every root's entries copied into ``new_entries``, root after root, each root's entries in
+    order of their sub-key of ``new_shift`` bits (``sub_low``, ``sub_n`` for it): one run of slots per
+    sub-chain, named by ``new_head`` (``chain_relink`` then writes the links). Returns the new top."""
+    tables, width = length.shape
     top = 0
+    most = 0
     for t in range(tables):
         for b in range(width):
-            e = head[t, b]
-            if e < 0:
-                continue
+            most = max(most, length[t, b])
+    scratch = np.empty(most, dtype=np.uint64)
+    keys = np.empty(most, dtype=np.int64)
+    for t in range(tables):
+        for b in range(width):
             n = length[t, b]
-            j = top + n - 1  # the newest entry goes last
-            while e >= 0:
-                new_entries[j] = entries[e]
-                j -= 1
-                e = nxt[e]
-            head[t, b] = top + n - 1
+            if n == 0:
+                continue
+            j = 0
+            for c in range(1 << shift):
+                e = head[t, b << shift | c]
+                while e >= 0:
+                    scratch[j] = entries[e]
+                    keys[j] = _sub_key(entries[e] >> _HANDLE_BITS, sub_low[t], sub_n[t])
+                    j += 1
+                    e = nxt[e]
+            order = np.argsort(keys[:n], kind="mergesort")
+            last = -1
+            for q in range(n):
+                at = order[q]
+                if keys[at] != last:
+                    last = keys[at]
+                    new_head[t, b << new_shift | last] = top + q
+                new_entries[top + q] = scratch[at]
             top += n
     return top
 
 
 @njit(cache=True)
-def chain_relink(head, length, nxt):  # type: ignore[no-untyped-def]
-    """The links of chains laid out by ``chain_gather``: each slot to the one before it in its run."""
+def chain_relink(head, nxt, top):  # type: ignore[no-untyped-def]
+    """The links of the runs laid out by ``chain_gather`` (in the order of their heads): each slot to
+    the next one of its run."""
     tables, width = head.shape
+    start = -1
     for t in range(tables):
-        for b in range(width):
-            last = head[t, b]
-            if last < 0:
+        for key in range(width):
+            first = head[t, key]
+            if first < 0:
                 continue
-            first = last - length[t, b] + 1
-            nxt[first] = -1
-            for j in range(first + 1, last + 1):
-                nxt[j] = j - 1
+            if start >= 0:
+                for j in range(start, first - 1):
+                    nxt[j] = j + 1
+                nxt[first - 1] = -1
+            start = first
+    if start >= 0:
+        for j in range(start, top - 1):
+            nxt[j] = j + 1
+        nxt[top - 1] = -1

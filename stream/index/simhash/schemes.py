@@ -149,12 +149,33 @@ class SimhashBlocks:
         self.rest_bits = bits - self.width
         self.kept_bits = min(self.rest_bits, self.FILTER_BITS)
         self.exact = self.kept_bits == self.rest_bits
-        self.kept_mask = (1 << self.kept_bits) - 1
+        self.block_mask = (1 << self.width) - 1
+        # the table reaches a pair that shares its block and differs in at most one bit of the next
+        # block (``reaches``); the kept bits end at the next block's top, so a root's entries carry
+        # its high bits (the root arena's sub-chains, simhash/arena.py)
+        self.next_block = (block + 1) % (k + 1)
+        self.next_low, self.next_width = _group_layout(bits, k + 1)[self.next_block]
+        next_top = self.next_low + self.next_width - (self.width if self.next_low > self.low else 0)
+        self.kept_low = max(0, next_top - self.kept_bits) if self.next_block != block else 0
+        self.kept_mask = ((1 << self.kept_bits) - 1) << self.kept_low  # bits of the rest (root_state)
         self.payload_len = (self.kept_bits + 7) // 8
         self.whole_len = (self.rest_bits + 7) // 8
-        self.block_mask = (1 << self.width) - 1
         self.filter_mask = self._restore(self.kept_mask, self.block_mask)
+        self.next_mask = ((1 << self.next_width) - 1) << self.next_low if self.next_block != block else 0
         self._all_mask = (1 << bits) - 1
+
+    def sub_mask(self, most: int) -> int:
+        """The fingerprint bits of the root arena's sub-chain key: the top ``most`` (at most) bits of
+        the next block, all of them among the kept ones."""
+        count = min(most, self.next_width, self.kept_bits) if self.next_mask else 0
+        return ((1 << count) - 1) << (self.next_low + self.next_width - count)
+
+    def reaches(self, differ: int) -> bool:
+        """Whether this table reports a pair whose fingerprints differ in ``differ``: the same block
+        and at most one bit apart in the next one. At distance <= k some table of the k + 1 does:
+        were every block equal in the pair followed by one 2+ bits apart, the k + 1 blocks would
+        hold at least k + 1 differences."""
+        return not (differ >> self.low) & self.block_mask and (differ & self.next_mask).bit_count() <= 1
 
     def _restore(self, rest: int, block: int) -> int:
         """The fingerprint whose block is ``block`` and whose bits outside it are ``rest``."""
@@ -178,7 +199,8 @@ class SimhashBlocks:
         return value.to_bytes((width + 7) // 8, "big"), (remove_bits(rest, low, width), nbits - width)
 
     def payload(self, fingerprint: int, source: BlockSource) -> bytes:
-        return (remove_bits(fingerprint, self.low, self.width) & self.kept_mask).to_bytes(self.payload_len, "big")
+        kept = (remove_bits(fingerprint, self.low, self.width) & self.kept_mask) >> self.kept_low
+        return kept.to_bytes(self.payload_len, "big")
 
     def whole_payload(self, fingerprint: int, source: BlockSource) -> bytes:
         return remove_bits(fingerprint, self.low, self.width).to_bytes(self.whole_len, "big")
@@ -186,20 +208,20 @@ class SimhashBlocks:
     def decode(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         size = self.payload_len
         if size != self.whole_len and any(len(p) != size for p in payloads):
-            kept = self.kept_mask
-            payloads = [p if len(p) == size else (int.from_bytes(p, "big") & kept).to_bytes(size, "big")
+            kept, shift = self.kept_mask, self.kept_low
+            payloads = [p if len(p) == size else ((int.from_bytes(p, "big") & kept) >> shift).to_bytes(size, "big")
                         for p in payloads]
-        return self._restore_all(top, payloads, size)
+        return self._restore_all(top, payloads, size, self.kept_low)
 
     def decode_whole(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
-        return self._restore_all(top, payloads, self.whole_len)
+        return self._restore_all(top, payloads, self.whole_len, 0)
 
-    def _restore_all(self, top: bytes, payloads: list[bytes], size: int) -> np.ndarray:
-        """``_restore`` of each payload (``size`` bytes each), in numpy."""
+    def _restore_all(self, top: bytes, payloads: list[bytes], size: int, shift: int) -> np.ndarray:
+        """``_restore`` of each payload (``size`` bytes each, the rest's bits from ``shift`` on), in numpy."""
         if not payloads:
             return np.zeros(0, dtype=U64)
         pad = b"\x00" * (8 - size)
-        rest = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
+        rest = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64) << U64(shift)
         low, width = self.low, self.width
         block = U64(int.from_bytes(top, "big") << low)
         below = rest & U64((1 << low) - 1)
@@ -208,7 +230,8 @@ class SimhashBlocks:
         return ((rest >> U64(low)) << U64(low + width)) | block | below
 
     def source_of(self, top: bytes, payload: bytes) -> BlockSource:
-        return self._restore(int.from_bytes(payload, "big"), int.from_bytes(top, "big")), 0
+        rest = int.from_bytes(payload, "big") << (0 if len(payload) == self.whole_len else self.kept_low)
+        return self._restore(rest, int.from_bytes(top, "big")), 0
 
     def root_rests(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         # the whole payload is the rest (root_state removes the block, as whole_payload does)
@@ -219,7 +242,7 @@ class SimhashBlocks:
 
     def payload_values(self, fps: np.ndarray) -> np.ndarray:
         """``payload`` of many fingerprints (uint64 arrays), as the integers its bytes encode."""
-        return self.fingerprint_rests(fps) & U64(self.kept_mask)
+        return (self.fingerprint_rests(fps) & U64(self.kept_mask)) >> U64(self.kept_low)
 
     def fingerprint_rests(self, fps: np.ndarray) -> np.ndarray:
         low, width = self.low, self.width  # remove_bits, on arrays
