@@ -28,7 +28,7 @@ from stream.fingerprint.simhash import simhash
 from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, SketchSpec, make_sketch
 from stream.text.html import extract, looks_like_html
 from stream.text.normal_form import normalize
-from stream.text.segment import Segmenter, code_points
+from stream.text.segment import SEGMENTATION_SETTINGS, Segmenter, code_points
 
 
 class Fingerprinter:
@@ -37,7 +37,6 @@ class Fingerprinter:
     def __init__(self, config: FingerprintConfig | None = None, idf_path: str | None = None) -> None:
         """``idf_path``: where a stream-learned IDF table (``config.idf == "stream"``) is kept."""
         from stream.text.idf import StreamingIdf, jieba_idf
-        from stream.text.segment import SEGMENTATION_SETTINGS
 
         self.config = config or FingerprintConfig()
         self.spec = SketchSpec(self.config.sketch_bytes, self.config.sketch_bits)
@@ -55,12 +54,11 @@ class Fingerprinter:
         self.compiled_words = (cfg.segmenter == "auto" and cfg.weighting in COUNT_WEIGHTINGS and not cfg.pos_tags
                                and self.stream_idf is None)
         self.schema = cfg.schema_id(SEGMENTATION_SETTINGS)
-        self._token_settings = SEGMENTATION_SETTINGS
 
     def describe(self) -> dict[str, Any]:
         """The schema's settings, as state records them: every backend gives the same tokens, so no
         segmenter is loaded for it (importing rjieba is ~0.17 s of CPU)."""
-        return self.config.describe(self._token_settings)
+        return self.config.describe(SEGMENTATION_SETTINGS)
 
     @property
     def segmenter(self) -> Segmenter:
