@@ -98,15 +98,17 @@ class RocksStore(KVStore):
         self._id_family = self._db.get_column_family_handle(self.ID_FAMILY) if with_ids else None
         self._records = self._db.get_column_family(self.RECORD_FAMILY) if with_records else self._db
         self._record_family = self._db.get_column_family_handle(self.RECORD_FAMILY) if with_records else None
-        # Key ranges in key order and the family holding each (scans walk them in turn).
-        self._ranges: list[tuple[bytes, bytes | None, Rdict]] = [
-            (b"", self.RECORDS_FROM, self._entries),
-            (self.RECORDS_FROM, self.IDS_FROM, self._records),
-            (self.IDS_FROM, self.IDS_UNTIL, self._ids),
-            (self.IDS_UNTIL, None, self._db),
+        # Key ranges in key order, each with its family's view and write-batch argument (None: the
+        # default family); scans walk them in turn.
+        self._ranges: list[tuple[bytes, bytes | None, Rdict, ColumnFamily | None]] = [
+            (b"", self.RECORDS_FROM, self._entries, self._entry_family),
+            (self.RECORDS_FROM, self.IDS_FROM, self._records, self._record_family),
+            (self.IDS_FROM, self.IDS_UNTIL, self._ids, self._id_family),
+            (self.IDS_UNTIL, None, self._db, None),
         ]
         # routing by first byte (our ranges are cut at whole first bytes): cheaper than comparisons
-        routes = [self._route(bytes([b])) for b in range(256)]
+        routes = [next((view, family) for low, high, view, family in self._ranges
+                       if low <= bytes([b]) and (high is None or bytes([b]) < high)) for b in range(256)]
         self._view_by_byte = [view for view, _ in routes]  # reads and single writes
         self._family_by_byte = [family for _, family in routes]  # the write-batch argument
         write_options = WriteOptions()
@@ -158,17 +160,6 @@ class RocksStore(KVStore):
         options.set_memtable_prefix_bloom_ratio(0.02)
         return options
 
-    def _route(self, key: bytes) -> tuple[Rdict, ColumnFamily | None]:
-        """The family holding ``key``: its view (reads, single writes) and its write-batch argument
-        (None: the default family)."""
-        if key < self.HASHED_BELOW:
-            return self._entries, self._entry_family
-        if self.RECORDS_FROM <= key < self.IDS_FROM:
-            return self._records, self._record_family
-        if self.IDS_FROM <= key < self.IDS_UNTIL:
-            return self._ids, self._id_family
-        return self._db, None
-
     def _view(self, key: bytes) -> Rdict:
         return self._view_by_byte[key[0]] if key else self._entries
 
@@ -215,7 +206,7 @@ class RocksStore(KVStore):
         # Families hold disjoint key ranges (self._ranges, in key order): a scan walks the ranges its
         # prefix overlaps, each in its family.
         end = prefix_end(prefix)
-        for low, high, family in self._ranges:
+        for low, high, family, _ in self._ranges:
             if (high is not None and high <= prefix) or (end is not None and end <= low):
                 continue
             start = max(low, prefix)
