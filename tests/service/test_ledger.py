@@ -239,6 +239,21 @@ def test_a_backlog_the_fetch_loop_has_not_read_is_not_a_stall() -> None:
     assert ledger.stalled({A: 31_334}, fetched={A: 2}) == {A: 2}
 
 
+def test_fetched_records_waiting_in_the_streams_buffer_are_not_a_stall() -> None:
+    # a 1M backlog: whole producer batches of ~11k records, one partition's at a time; A's records were
+    # fetched and sit in the stream's buffer behind B's for over 5 minutes (two such false stalls)
+    clock = Clock()
+    ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
+    _handled(ledger, [(A, 0)])
+    for second in range(1, 400):
+        clock.now = float(second)
+        _handled(ledger, [(B, second)])
+        assert ledger.stalled({A: 11_000, B: second + 1}, fetched={A: 11_000, B: second + 1},
+                              held={A: 10_999, B: second + 500}) == {}
+    # the buffer lost them (e.g. cleared by a flow suspension): nothing of A held past its position
+    assert ledger.stalled({A: 11_000, B: 400}, fetched={A: 11_000, B: 400}, held={A: 0, B: 900}) == {A: 1}
+
+
 def test_a_long_batch_is_not_an_idle_agent() -> None:
     # a batch of 256 documents took over 5 s at load 12: the timer saw no new batch for 5 s and sought
     # a partition of the backlog back ("nothing was delivered for 5 s")

@@ -28,6 +28,7 @@ from stream.service.runtime.ledger import TP, InputLedger, decode_position, enco
 from stream.service.runtime.patches import (
     MEMORY_OPTION,
     committed_offsets,
+    held_offsets,
     install_patches,
     known_ends,
     partition_db,
@@ -398,7 +399,8 @@ class DedupApp:
                 if not self.app.rebalancing:
                     ends, fetched = known_ends(self.app.consumer, inputs[stage])
                     committed = committed_offsets(self.app.consumer)
-                    self._request_seeks(ledger.stalled(ends, fetched, committed))
+                    held = held_offsets(self.app, inputs[stage])
+                    self._request_seeks(ledger.stalled(ends, fetched, committed, held))
                     lags = self._lags(ledger, ends, committed)
                     metrics.set_lag(stage, {tp: n or 0 for tp, n in lags.items()})
                     # a new group's partition before its first batch: all of it is still to come

@@ -22,18 +22,16 @@ partition whose records exist past the position (the fetch loop read them, or th
 is sought back to its position like a gap once the whole agent received nothing for ``idle_after``
 seconds (the common case: the tail of a burst lost; a batch still being handled or delivered, which
 takes over 5 s on a loaded machine, is not idleness). A partition silent alone while the agent is busy
-is sought back after ``stall_after`` only if the fetch loop has read past its position (records
-fetched, never delivered): that the broker has more is a backlog, not a gap (a worker working through
-250k documents declared three such false stalls and read 8,909 records again). Fetched records can
-wait in the stream's buffer (up to 4,096) behind other partitions' for over a minute on a loaded
-machine, so ``stall_after`` is 5 minutes: a tail lost while the agent stays busy is read again then,
-or as soon as the agent is idle. Both count from the
-later of the partition's last delivery and the first check that saw it behind: a record that just
-arrived after a quiet spell is on its way, not lost. A partition that has delivered nothing since
-its assignment is behind from the group's committed offset: after a rebalance, Faust can leave a
-partition's fetch position at its end while the records it fetched before seeking to the committed
-offset were dropped, and no later record would ever reveal the loss (seen: 27 of 400 documents
-never judged after a worker left, the partition silent for minutes).
+is sought back after ``stall_after`` only if the fetch loop read past its position and none of those
+records is still held by the streams (in a channel's buffer or taken by a stream): records the broker
+has but nobody fetched are a backlog, and fetched ones in the buffer are waiting their turn (in a deep
+backlog a partition can wait minutes behind the others' whole producer batches), not lost. Both
+count from the later of the partition's last delivery and the first check that saw it behind: a
+record that just arrived after a quiet spell is on its way, not lost. A partition that has delivered
+nothing since its assignment is behind from the group's committed offset: after a rebalance, Faust
+can leave a partition's fetch position at its end while the records it fetched before seeking to the
+committed offset were dropped, and no later record would ever reveal the loss (seen: 27 of 400
+documents never judged after a worker left, the partition silent for minutes).
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -75,7 +73,7 @@ class InputLedger:
     """Positions of one agent's input partitions; ``load(tp)`` reads a stored position (or None)."""
 
     def __init__(self, load: Callable[[TP], int | None], *, retry_after: float = 10.0, max_attempts: int = 5,
-                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 300.0,
+                 save_every: float = 0.0, idle_after: float = 5.0, stall_after: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._load = load
         self._idle_after, self._stall_after = idle_after, stall_after
@@ -157,16 +155,20 @@ class InputLedger:
                 if now - seek.since >= self._retry_after and seek.attempts < self._max_attempts}
 
     def stalled(self, ends: Mapping[TP, int], fetched: Mapping[TP, int] | None = None,
-                committed: Mapping[TP, int | None] | None = None) -> dict[TP, int]:
+                committed: Mapping[TP, int | None] | None = None,
+                held: Mapping[TP, int] | None = None) -> dict[TP, int]:
         """Seeks for partitions that stopped delivering. ``ends``: per assigned partition, an offset
         up to which records are known to exist (the fetch loop's read offset + 1, the broker's high
         watermark); ``fetched``: the fetch loop's read offset + 1 alone (default: ``ends``);
         ``committed``: the group's committed offsets, where reading starts for a partition that has
-        delivered nothing since its assignment (its whole backlog can be lost that way). Called on
-        a timer: a lost tail leaves the partition silent, not gapped."""
+        delivered nothing since its assignment (its whole backlog can be lost that way); ``held``:
+        the highest offset handed to the streams and not yet acknowledged (a partition with one at or
+        past its position is waiting its turn in the stream's buffer, not lost). Called on a timer: a
+        lost tail leaves the partition silent, not gapped."""
         now = self._clock()
         fetched = ends if fetched is None else fetched
         committed = committed or {}
+        held = held or {}
         seeks = {}
         for tp, end in ends.items():
             position = self._next.get(tp)
@@ -178,7 +180,8 @@ class InputLedger:
             silent = now - max(self._active.setdefault(tp, now), self._behind.setdefault(tp, now))
             agent_idle = (silent >= self._idle_after and not self._in_batch
                           and now - self._last_batch >= self._idle_after)
-            lost_fetch = silent >= self._stall_after and fetched.get(tp, 0) > position
+            lost_fetch = (silent >= self._stall_after and fetched.get(tp, 0) > position
+                          and held.get(tp, -1) < position)
             if not (agent_idle or lost_fetch):
                 continue
             self.stalls_found += 1

@@ -13,7 +13,7 @@ it was checked against.
 - ``table_memory``: every table database shares the worker's RocksDB block cache and memtable limit
   (``RocksDBOptions.as_options``);
 - ``internals``: private reads (``Store._db_for_partition``, ``Store.offset_key``,
-  ``Consumer._committed_offset``).
+  ``Consumer._committed_offset``, the streams' buffers and unacknowledged records).
 
 Importing this package first checks the installed versions (``versions.SUPPORTED``, the ranges
 pyproject.toml pins) and raises ``UnsupportedVersion`` outside them, before any patched attribute is
@@ -38,7 +38,12 @@ from stream.service.runtime.patches import (  # noqa: E402  (after the version c
     recovery_bounds,
     table_memory,
 )
-from stream.service.runtime.patches.internals import FAUST_OFFSET_KEY, committed_offsets, partition_db  # noqa: E402
+from stream.service.runtime.patches.internals import (  # noqa: E402
+    FAUST_OFFSET_KEY,
+    committed_offsets,
+    held_offsets,
+    partition_db,
+)
 from stream.service.runtime.patches.offset_gaps import known_ends, request_seek  # noqa: E402
 from stream.service.runtime.patches.table_memory import MEMORY_OPTION  # noqa: E402
 
@@ -58,4 +63,4 @@ def install_patches(fetch_max_wait_ms: int, recovery_conf: dict[str, Any],
 
 
 __all__ = ["FAUST_OFFSET_KEY", "MEMORY_OPTION", "MODULES", "SUPPORTED", "check_versions", "committed_offsets",
-           "install_patches", "known_ends", "partition_db", "request_seek"]
+           "held_offsets", "install_patches", "known_ends", "partition_db", "request_seek"]
