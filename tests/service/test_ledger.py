@@ -239,6 +239,29 @@ def test_a_backlog_the_fetch_loop_has_not_read_is_not_a_stall() -> None:
     assert ledger.stalled({A: 31_334}, fetched={A: 2}) == {A: 2}
 
 
+def test_a_new_groups_lost_first_records_are_a_gap_once_the_start_is_known() -> None:
+    # nothing stored, nothing committed: without the broker's word, a first record at 3 was taken as
+    # the start and 0..2 (fetched, their delivery cancelled) were never judged
+    ledger = InputLedger(lambda tp: None)
+    assert ledger.unstarted([A, B]) == [A, B]
+    ledger.start(A, 0)
+    assert ledger.unstarted([A, B]) == [B]
+    assert ledger.admit([(A, 3), (B, 7)]) == ([False, True], {A: 0})
+    assert ledger.unstarted([A, B]) == []  # B started where its first record was (no start to compare)
+
+
+def test_a_new_groups_silent_partition_is_read_again_from_its_start() -> None:
+    clock = Clock()
+    ledger = InputLedger(lambda tp: None, idle_after=5.0, clock=clock)
+    assert ledger.stalled({A: 12}) == {}  # where reading began is not known: nothing to compare
+    ledger.start(A, 2)  # records before 2 deleted (retention)
+    assert ledger.stalled({A: 12}) == {}  # first seen behind now
+    clock.now = 6.0
+    assert ledger.stalled({A: 12}) == {A: 2}
+    ledger.forget([A])
+    assert ledger.unstarted([A]) == [A]
+
+
 def test_fetched_records_waiting_in_the_streams_buffer_are_not_a_stall() -> None:
     # a 1M backlog: whole producer batches of ~11k records, one partition's at a time; A's records were
     # fetched and sit in the stream's buffer behind B's for over 5 minutes (two such false stalls)

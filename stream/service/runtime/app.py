@@ -8,6 +8,7 @@ worker) and table recovery from the changelogs. Output goes through ``Output``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -23,6 +24,7 @@ from stream.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_RESTART, ConfigError,
 from stream.index import DERIVED_NAMESPACES, rebuild_derived_keys
 from stream.service import metrics
 from stream.service.runtime.backlog import Backlog
+from stream.service.runtime.group_offsets import reading_starts
 from stream.service.runtime.health import Health
 from stream.service.runtime.ledger import TP, InputLedger, decode_position, encode_position, ledger_key
 from stream.service.runtime.patches import (
@@ -398,6 +400,7 @@ class DedupApp:
                 self._request_seeks(ledger.due())
                 if not self.app.rebalancing:
                     ends, fetched = known_ends(self.app.consumer, inputs[stage])
+                    await self._learn_starts(ledger, ledger.unstarted(ends))
                     committed = committed_offsets(self.app.consumer)
                     held = held_offsets(self.app, inputs[stage])
                     self._request_seeks(ledger.stalled(ends, fetched, committed, held))
@@ -442,6 +445,19 @@ class DedupApp:
         for partition, done in released.items():
             self.gather.released(partition, done)
         await self._flush(mark)
+
+    async def _learn_starts(self, ledger: InputLedger, tps: list[TP]) -> None:
+        """Tell the ledger where reading began in ``tps`` (nothing processed there yet); if the broker
+        does not answer, the next tick asks again."""
+        if not tps:
+            return
+        try:
+            starts = await asyncio.to_thread(reading_starts, self.settings, tps)
+        except Exception as exc:
+            log.debug("where reading began in %s: %s", tps, exc)
+            return
+        for tp, offset in starts.items():
+            ledger.start(tp, offset)
 
     @staticmethod
     def _lags(ledger: InputLedger, ends: dict[TP, int], committed: Mapping[Any, int | None]) -> dict[TP, int | None]:

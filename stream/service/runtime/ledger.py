@@ -31,7 +31,9 @@ record that just arrived after a quiet spell is on its way, not lost. A partitio
 nothing since its assignment is behind from the group's committed offset: after a rebalance, Faust
 can leave a partition's fetch position at its end while the records it fetched before seeking to the
 committed offset were dropped, and no later record would ever reveal the loss (seen: 27 of 400
-documents never judged after a worker left, the partition silent for minutes).
+documents never judged after a worker left, the partition silent for minutes). A group with nothing
+committed (a new deployment) has neither a stored position nor a committed offset to compare with:
+the worker asks the broker where reading began (``start``), so that a lost first record is a gap too.
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -88,6 +90,9 @@ class InputLedger:
         self._max_attempts = max_attempts
         self._clock = clock
         self._next: dict[TP, int | None] = {}  # None: no position stored yet (accept what comes)
+        # where the consumer began reading a partition with no stored position, once the broker said
+        # (the group's committed offset, else the log's first): a first record past it is a gap too
+        self._starts: dict[TP, int] = {}
         self._seeking: dict[TP, _Seek] = {}
         self._admitted: dict[TP, int] = {}  # positions after the batch being handled
         self._unsaved: dict[TP, int] = {}  # delivered positions not yet written
@@ -106,7 +111,8 @@ class InputLedger:
         for tp, offset in records:
             self._active[tp] = now
             if tp not in self._next:
-                self._next[tp] = self._load(tp)
+                stored = self._load(tp)
+                self._next[tp] = stored if stored is not None else self._starts.get(tp)
             expected = self._next[tp]
             if expected is None or offset <= expected or self._accept(tp, expected, offset, now, seeks):
                 # offset < expected: a redelivery of a processed record (idempotent, processed again)
@@ -142,6 +148,15 @@ class InputLedger:
         del self._seeking[tp]
         return True
 
+    def unstarted(self, tps: Iterable[TP]) -> list[TP]:
+        """Of ``tps``, those with nothing processed since the assignment and no known start."""
+        return [tp for tp in tps if self._next.get(tp) is None and tp not in self._starts]
+
+    def start(self, tp: TP, offset: int) -> None:
+        """The consumer began reading ``tp`` at ``offset`` (the broker's answer for a partition with no
+        stored position): the first record must be that one."""
+        self._starts[tp] = offset
+
     def position(self, tp: TP) -> int | None:
         """The offset after the last record of ``tp`` processed (None: none yet since it was assigned)."""
         return self._next.get(tp)
@@ -174,6 +189,8 @@ class InputLedger:
             position = self._next.get(tp)
             if position is None:
                 position = committed.get(tp)
+            if position is None:
+                position = self._starts.get(tp)
             if position is None or position >= end or tp in self._seeking:
                 self._behind.pop(tp, None)
                 continue
@@ -222,5 +239,5 @@ class InputLedger:
         """Partitions revoked: another worker may move them on; reload if they come back."""
         for tp in tps:
             for d in (self._next, self._seeking, self._admitted, self._unsaved, self._writing, self._saved_at,
-                      self._active, self._behind):
+                      self._active, self._behind, self._starts):
                 d.pop(tp, None)
