@@ -222,16 +222,23 @@ def test_the_ledger_counts_are_prometheus_gauges() -> None:
     assert (value("gap"), value("stall"), value("accepted")) == (1, 1, 0)
 
 
+def busy_with_b(ledger: InputLedger, clock: Clock, seconds: int, a_end: int, a_fetched: int,
+                a_held: int | None = None) -> None:
+    """The agent busy with B's records for ``seconds`` while A (position 1) stays silent: no stall."""
+    for second in range(1, seconds):
+        clock.now = float(second)
+        _handled(ledger, [(B, second)])
+        held = None if a_held is None else {A: a_held, B: second + 500}
+        assert ledger.stalled({A: a_end, B: second + 1}, fetched={A: a_fetched, B: second + 1}, held=held) == {}
+
+
 def test_a_backlog_the_fetch_loop_has_not_read_is_not_a_stall() -> None:
     # a 250k backlog: the broker holds far more of A than the fetch loop has read while the agent is
     # busy with B; A's records were never fetched, so none was lost (three such "stalls" re-read 8,909)
     clock = Clock()
     ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
     _handled(ledger, [(A, 0)])
-    for second in range(1, 300):
-        clock.now = float(second)
-        _handled(ledger, [(B, second)])
-        assert ledger.stalled({A: 31_334, B: second + 1}, fetched={A: 1, B: second + 1}) == {}
+    busy_with_b(ledger, clock, 300, a_end=31_334, a_fetched=1)
     assert ledger.stalled({A: 31_334, B: 300}, fetched={A: 5, B: 300}) == {A: 1}  # fetched, never delivered
     clock.now = 400.0  # and an idle agent seeks whatever the evidence (a burst's lost tail)
     _handled(ledger, [(A, 1)])
@@ -268,11 +275,7 @@ def test_fetched_records_waiting_in_the_streams_buffer_are_not_a_stall() -> None
     clock = Clock()
     ledger = InputLedger(lambda tp: 0, idle_after=5.0, stall_after=60.0, clock=clock)
     _handled(ledger, [(A, 0)])
-    for second in range(1, 400):
-        clock.now = float(second)
-        _handled(ledger, [(B, second)])
-        assert ledger.stalled({A: 11_000, B: second + 1}, fetched={A: 11_000, B: second + 1},
-                              held={A: 10_999, B: second + 500}) == {}
+    busy_with_b(ledger, clock, 400, a_end=11_000, a_fetched=11_000, a_held=10_999)
     # the buffer lost them (e.g. cleared by a flow suspension): nothing of A held past its position
     assert ledger.stalled({A: 11_000, B: 400}, fetched={A: 11_000, B: 400}, held={A: 0, B: 900}) == {A: 1}
 
