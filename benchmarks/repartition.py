@@ -58,15 +58,17 @@ def build_old(settings: Any, n: int) -> float:
     """The old deployment's topics and changelogs; returns the seconds it took."""
     from stream.service.changelog_copy import BLOCKS, GATHER, _Writer
     from stream.service.runtime.worker_process import apply_topology
-    from stream.service.stages.rekey import block_partitions, gather_partitions
+    from stream.service.stages.rekey import Placement, block_partitions, gather_partitions, routed
 
     t0 = time.perf_counter()
     state, gather_items = synthetic_state(n)
     apply_topology(settings, lambda _m: None)
     topology = settings.topology()
-    gather = gather_partitions([dict(p) for p in gather_items], settings.index_partitions, b"\xff\xfe")
+    documents = routed(state, settings.index_partitions)
+    gather = gather_partitions([dict(p) for p in gather_items], settings.index_partitions, b"\xff\xfe",
+                               Placement.of(state, documents).partitions)
     with _Writer(settings) as writer:
-        for partition, records in block_partitions(state, settings.index_partitions):
+        for partition, records in block_partitions(state, documents):
             writer.write(topology.internal_name(BLOCKS), partition, records)
         for partition, states in enumerate(gather.partitions):
             writer.write(topology.internal_name(GATHER), partition, states)

@@ -20,7 +20,7 @@ from stream.service.commands.reader import TopicReader
 from stream.service.runtime.ledger import KEY_PREFIX, decode_position, encode_position, ledger_key
 from stream.service.runtime.worker_process import apply_topology
 from stream.service.settings import Settings
-from stream.service.stages.rekey import BlockState, block_partitions, gather_partitions
+from stream.service.stages.rekey import BlockState, Placement, block_partitions, gather_partitions, routed
 
 BLOCKS, GATHER, POSITIONS = "blocks-changelog", "gather_state-changelog", "positions-changelog"
 HOPS = ("probe", "gather")  # the internal topics between the stages: read to their ends by a stopped deployment
@@ -64,8 +64,10 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
     blocks = BlockState(skip_prefix=KEY_PREFIX)
     for items in _read_table(new, old.internal_name(BLOCKS), lambda key: key_kind(key) != "entry"):
         blocks.add_partition(items)
+    documents = routed(blocks, new.index_partitions)
+    placement = Placement.of(blocks, documents)
     gather = gather_partitions(_read_table(new, old.internal_name(GATHER)), new.index_partitions, KEY_PREFIX,
-                               new.max_matches)
+                               placement.partitions, new.max_matches)
     if gather.unfinished:
         raise ConfigError(f"{len(gather.unfinished)} documents of {old_app_id!r} are still being judged (e.g. "
                           f"{gather.unfinished[0]!r}): let its workers finish, stop them, and run this again")
@@ -79,7 +81,7 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
     with _Writer(new) as writer:
         t0 = time.perf_counter()
         topic = topology.internal_name(BLOCKS)
-        for partition, records in block_partitions(blocks, new.index_partitions):
+        for partition, records in block_partitions(blocks, documents):
             writer.write(topic, partition, records)
         report.seconds["blocks"] = time.perf_counter() - t0
         t0 = time.perf_counter()

@@ -69,12 +69,13 @@ class Deployment:
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     # worker name -> its metrics port: a failing wait reports where each live worker's documents got to
     metrics_ports: dict[str, int] = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)  # settings (DEDUP_*) of this deployment
 
     @classmethod
     @contextmanager
-    def running(cls, broker: Any, tmp: Path) -> Iterator[Deployment]:
+    def running(cls, broker: Any, tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[Deployment]:
         """A deployment with its topics made, its workers stopped on leaving."""
-        d = cls(broker, tmp)
+        d = cls(broker, tmp, overrides=overrides or {})
         d.apply_topology()
         try:
             yield d
@@ -101,7 +102,7 @@ class Deployment:
             "DEDUP_DOCUMENTS_TOPIC": self.documents, "DEDUP_VERDICTS_TOPIC": self.verdicts,
             "DEDUP_DLQ_TOPIC": self.dlq, "DEDUP_BATCH_SIZE": "64",
             # revisions held at most 1 s (default 30 s), so that a final table settles within 3 s
-            "DEDUP_REVISION_INTERVAL": "1s",
+            "DEDUP_REVISION_INTERVAL": "1s", **self.overrides,
         }
 
     def start_worker(self, name: str, data: Path | None = None, env: dict[str, str] | None = None

@@ -4,6 +4,7 @@ partition finds what one index of every document finds; gather states move to th
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,12 @@ from stream.detect import Match
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex, StoredDocument
+from stream.service.stages.gather import held_key
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import Source, dumps
 from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
-from stream.service.stages.rekey import BlockState, block_partitions, gather_partitions
-from stream.service.stages.routing import doc_partition
+from stream.service.stages.rekey import BlockState, Placement, block_partitions, gather_partitions, routed
+from stream.service.stages.routing import doc_partition, tables_by_partition
 from stream.storage import MemoryStore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tang_small.jsonl"
@@ -101,11 +103,41 @@ def test_gather_states_move_to_their_ids_partition_and_unfinished_ones_are_named
     done.summary.add(Match("x", 1, 0.9, (0.5, "x"), simhash=3))
     waiting = GatherState("waiting", simhash=2, order=(2.0, "waiting"), source=src, round="documents:0:8",
                           expected=2, got=[0])
-    old = [{b"done": dumps(done.to_json()), LEDGER + b"t-gather": b"\0" * 8}, {b"waiting": dumps(waiting.to_json())}]
-    moved = gather_partitions(old, 7, LEDGER)
-    assert moved.unfinished == ["waiting"] and moved.count == 1
-    [(key, value)] = moved.partitions[doc_partition("done", 7)]
-    state = GatherState.from_json(json.loads(value))
-    assert key == b"done" and (state.expected, sorted(state.got)) == (7, list(range(7)))
-    assert [m.id for m in state.summary.listed()] == ["x"] and state.published
-    assert state.placed is None  # partition 1 of 2 is not partition 1 of 7: the next version drops everywhere
+    empty = GatherState("empty", simhash=0, order=(3.0, "empty"), source=src, round="documents:0:9", empty=True,
+                        published=True, placed=[])
+    due = struct.pack(">d", 1234.5)  # a revision of "done" held when the old deployment stopped
+    old = [{b"done": dumps(done.to_json()), LEDGER + b"t-gather": b"\0" * 8, held_key("done"): due},
+           {b"waiting": dumps(waiting.to_json()), b"empty": dumps(empty.to_json())}]
+    moved = gather_partitions(old, 7, LEDGER, lambda doc: {"done": [2, 5]}.get(doc, []))
+    assert moved.unfinished == ["waiting"] and moved.count == 2
+    home = dict(moved.partitions[doc_partition("done", 7)])
+    assert home[held_key("done")] == due
+    state = GatherState.from_json(json.loads(home[b"done"]))
+    # partition 1 of 2 is not partition 1 of 7: the new partitions holding the document, answered by them
+    assert (state.placed, state.dropping, state.expected, sorted(state.got)) == ([2, 5], [], 2, [2, 5])
+    assert [m.id for m in state.summary.listed()] == ["x"] and state.published and state.complete
+    state = GatherState.from_json(json.loads(dict(moved.partitions[doc_partition("empty", 7)])[b"empty"]))
+    assert (state.placed, state.expected, state.got) == ([], 0, []) and state.complete
+
+
+def test_the_placement_is_where_the_new_partitions_hold_each_document() -> None:
+    docs = documents()
+    state = BlockState(skip_prefix=LEDGER)
+    for items in state_of(docs, 2):
+        state.add_partition(items)
+    layout = state.layout()
+    new = routed(state, 16)
+    placement = Placement.of(state, new)
+    holding: dict[str, list[int]] = {d.doc_id: [] for d in docs}
+    for partition, items in block_partitions(state, new):
+        store = MemoryStore()
+        store.write_ops(sorted(items))
+        index = BlockIndex(None, k=3, bands=FingerprintConfig().band_tables, store=store)
+        for doc in docs:
+            if any(hit.doc_id == doc.doc_id for hit in index.query(doc.fingerprint, doc.bands)):
+                holding[doc.doc_id].append(partition)
+    # where a deployment with 16 partitions from the start routes each document
+    routes = {d.doc_id: sorted(tables_by_partition(layout.routing_keys(d.fingerprint, d.bands), 16)) for d in docs}
+    assert {d.doc_id: placement.partitions(d.doc_id) for d in docs} == holding == routes
+    assert any(len(p) < 16 for p in holding.values())  # else the placement would say nothing
+    assert placement.partitions("never-indexed") == []

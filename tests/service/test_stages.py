@@ -609,3 +609,21 @@ def test_the_verdicts_are_the_same_at_every_index_partition_count() -> None:
         assert _run(values, frozenset(), topics=topics)[0] == single, index_partitions
     assert _run(values, {("probe", p) for p in range(8)} | {("gather", p) for p in range(0, 16, 3)},
                 topics=Topics("probe", "gather", "verdicts", "dlq", 16, 16))[0] == single
+
+
+def test_a_document_read_again_after_a_revision_gets_its_revised_verdict_again() -> None:
+    """A record delivered again (after a restart, or a repartition's saved positions) republishes the
+    verdict its document has, ``revised`` included: a revised verdict stays revised."""
+    poem = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+    out = Out()
+    pipeline = _worker(out, set())
+
+    def record(doc: str, offset: int, ts: float) -> InputRecord:
+        value = json.dumps({"id": doc, "text": poem, "ts": ts}).encode()
+        return InputRecord(doc.encode(), value, Source("documents", 0, offset, ts))
+
+    for rec in (record("later", 0, 2.0), record("earlier", 1, 1.0), record("later", 0, 2.0)):
+        _drive(pipeline, out, [rec])
+    later = [json.loads(v) for t, k, v in out.sent if t == "verdicts" and k == b"later"]
+    assert [(v["verdict"], v["canonical"], v["revised"]) for v in later] == [
+        ("unique", None, False), ("duplicate", "earlier", True), ("duplicate", "earlier", True)]

@@ -5,13 +5,14 @@ fingerprint, time, bands and payload: the serialized fingerprint with its sketch
 stage's keys beside them; the gather state's, each document's gather state. Nothing is fingerprinted
 again: each document is inserted afresh (new handles, entries and splits) into the partitions its keys
 map to under the new count, with its place and version keys; each gather state moves to its id's new
-partition. The internal topics' input positions are left out: the new deployment's topics are new.
+partition and says which of them hold the document (its placement), as a deployment with the new count
+would. The internal topics' input positions are left out: the new deployment's topics are new.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from stream.detect import MAX_MATCHES
 from stream.errors import ConfigError
 from stream.index import CONFIG_KEY, BatchBands, BlockIndex, StoredDocument, TableLayout, key_kind, read_records
+from stream.service.stages.gather import HELD_PREFIX
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import dumps, loads, version_from_json
 from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
@@ -113,12 +115,15 @@ def _version(raw: bytes) -> tuple[float, float, int, int]:
     return version if version is not None else (float("-inf"), 0.0, 0, 0)
 
 
-def routed(state: BlockState, partitions: int) -> list[list[tuple[int, tuple[int, ...]]]]:
+Routed = list[list[tuple[int, tuple[int, ...]]]]  # per new partition: (row, the tables it owns there)
+
+
+def routed(state: BlockState, partitions: int) -> Routed:
     """Per new partition, its documents in canonical order (time, id) as (row, the tables it owns). A
     document whose fingerprint routes to other tables than its records name is refused: its records
     were written by other settings or code."""
     layout = state.layout()
-    out: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in range(partitions)]
+    out: Routed = [[] for _ in range(partitions)]
     for row in sorted(range(len(state.ids)), key=lambda r: (state.times[r], state.ids[r])):
         keys = layout.routing_keys(state.fingerprints[row], state.band_pairs(row))
         if sum(1 << t for t, _ in keys) != state.masks[row]:
@@ -127,6 +132,31 @@ def routed(state: BlockState, partitions: int) -> list[list[tuple[int, tuple[int
         for partition, tables in tables_by_partition(keys, partitions).items():
             out[partition].append((row, tuple(tables)))
     return out
+
+
+@dataclass
+class Placement:
+    """Which new partitions hold each indexed document: per row, bit p for partition p (an int per row, not
+    a list: a million documents at 8 partitions)."""
+
+    rows: dict[str, int]
+    masks: list[int]
+
+    @classmethod
+    def of(cls, state: BlockState, documents: Routed) -> Placement:
+        masks = [0] * len(state.ids)
+        for partition, rows in enumerate(documents):
+            bit = 1 << partition
+            for row, _ in rows:
+                masks[row] |= bit
+        return cls(state.rows, masks)
+
+    def partitions(self, doc: str) -> list[int]:
+        """The new partitions holding ``doc``, ascending; none for an id without a record (an empty
+        document, or one retention deleted)."""
+        row = self.rows.get(doc)
+        mask = 0 if row is None else self.masks[row]
+        return [p for p in range(mask.bit_length()) if mask >> p & 1]
 
 
 def _chunk_bands(state: BlockState, rows: list[int], width: int) -> BatchBands:
@@ -181,7 +211,9 @@ class _RebuildStore:
 def block_partition(state: BlockState, documents: list[tuple[int, tuple[int, ...]]]
                     ) -> Iterator[tuple[bytes, bytes]]:
     """The changelog of one new block-table partition: its index built afresh from ``documents``, their
-    place keys, every id's version key (every partition hears of every document) and the settings."""
+    place keys, every id's version key and the settings. A version key refuses older versions of its id;
+    which new partitions a deployment with the new count would have sent a deleted id (no record, no
+    gather state) is not known, so every one gets it."""
     layout = state.layout()
     store = _RebuildStore()
     index = BlockIndex(None, k=layout.k, bands=layout.bands, bits=layout.bits, store=store, sole_writer=True)
@@ -204,10 +236,13 @@ def block_partition(state: BlockState, documents: list[tuple[int, tuple[int, ...
     yield from state.versions.items()
 
 
-def block_partitions(state: BlockState, partitions: int) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
-    """Every new block-table partition's changelog, one partition at a time (one index in memory)."""
-    for partition, documents in enumerate(routed(state, partitions)):
-        yield partition, block_partition(state, documents)
+def block_partitions(state: BlockState, partitions: int | Routed
+                     ) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
+    """Every new block-table partition's changelog (of ``partitions`` new ones, or as ``routed`` them), one
+    partition at a time (one index in memory)."""
+    documents = routed(state, partitions) if isinstance(partitions, int) else partitions
+    for partition, rows in enumerate(documents):
+        yield partition, block_partition(state, rows)
 
 
 @dataclass
@@ -216,28 +251,36 @@ class GatherStates:
 
     partitions: list[KeyValues]
     unfinished: list[str]  # ids whose current round has not completed: the old deployment was not done
+    held: int = 0  # of the records: keys of revisions held to be published later (``gather.HELD_PREFIX``)
 
     @property
     def count(self) -> int:
-        return sum(len(p) for p in self.partitions)
+        """Gather states moved."""
+        return sum(len(p) for p in self.partitions) - self.held
 
 
 def gather_partitions(old: Iterable[Mapping[bytes, bytes]], partitions: int, skip_prefix: bytes,
-                      limit: int = MAX_MATCHES) -> GatherStates:
+                      placed: Callable[[str], list[int]], limit: int = MAX_MATCHES) -> GatherStates:
     """Each gather state to its id's partition under the new count, as a deployment with that count would
-    hold it: a finished round answered by every new partition, where the document is indexed unknown
-    (the old partition numbers mean nothing under the new count): its next version drops it everywhere."""
+    hold it: where the document is indexed (``placed``: the new partitions holding its record), its
+    finished round answered by those, so its next version drops it from those and no others. A held
+    revision's key goes with it, so the new deployment publishes it when due."""
     out = GatherStates([[] for _ in range(partitions)], [])
     for items in old:
         for key, value in items.items():
             if key.startswith(skip_prefix):
                 continue
+            if key.startswith(HELD_PREFIX):
+                doc = key[len(HELD_PREFIX):].decode("utf-8", "surrogatepass")
+                out.partitions[doc_partition(doc, partitions)].append((key, value))
+                out.held += 1
+                continue
             state = GatherState.from_json(loads(value), limit)
             if not state.complete:
                 out.unfinished.append(state.doc)
                 continue
-            state.expected, state.got = partitions, list(range(partitions))
-            state.placed, state.dropping = None, []
             doc = key.decode("utf-8", "surrogatepass")
+            where = placed(doc)
+            state.expected, state.got, state.placed, state.dropping = len(where), list(where), list(where), []
             out.partitions[doc_partition(doc, partitions)].append((key, dumps(state.to_json())))
     return out
