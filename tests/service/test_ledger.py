@@ -246,6 +246,18 @@ def test_a_backlog_the_fetch_loop_has_not_read_is_not_a_stall() -> None:
     assert ledger.stalled({A: 31_334}, fetched={A: 2}) == {A: 2}
 
 
+def test_a_tail_committed_but_never_processed_is_read_again_from_the_stored_position() -> None:
+    # a SIGKILL: Faust had committed partition 2 to its end (12,489) while the ledger's stored position
+    # was 11,068; the successor read from the committed offset, got no record, and 1,421 documents
+    # were never judged (the stall check compared the end with the committed offset)
+    clock = Clock()
+    ledger = InputLedger(lambda tp: {A: 11_068}.get(tp), idle_after=5.0, clock=clock)
+    assert ledger.position(A) == 11_068
+    assert ledger.stalled({A: 12_489}, committed={A: 12_489}) == {}  # first seen behind now
+    clock.now = 6.0
+    assert ledger.stalled({A: 12_489}, committed={A: 12_489}) == {A: 11_068}
+
+
 def test_a_new_groups_lost_first_records_are_a_gap_once_the_start_is_known() -> None:
     # nothing stored, nothing committed: without the broker's word, a first record at 3 was taken as
     # the start and 0..2 (fetched, their delivery cancelled) were never judged

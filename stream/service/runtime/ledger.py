@@ -28,12 +28,14 @@ has but nobody fetched are a backlog, and fetched ones in the buffer are waiting
 backlog a partition can wait minutes behind the others' whole producer batches), not lost. Both
 count from the later of the partition's last delivery and the first check that saw it behind: a
 record that just arrived after a quiet spell is on its way, not lost. A partition that has delivered
-nothing since its assignment is behind from the group's committed offset: after a rebalance, Faust
-can leave a partition's fetch position at its end while the records it fetched before seeking to the
-committed offset were dropped, and no later record would ever reveal the loss (seen: 27 of 400
-documents never judged after a worker left, the partition silent for minutes). A group with nothing
-committed (a new deployment) has neither a stored position nor a committed offset to compare with:
-the worker asks the broker where reading began (``start``), so that a lost first record is a gap too.
+nothing since its assignment is behind from its stored position, not from the group's committed
+offset: after a rebalance, Faust can leave a partition's fetch position at its end while the records
+it fetched before seeking to the committed offset were dropped (seen: 27 of 400 documents never
+judged after a worker left, the partition silent for minutes), and it commits past records it never
+delivered (seen after a SIGKILL: 1,421 documents at a partition's tail, committed, never judged, no
+later record to reveal them). A group with nothing stored and nothing committed (a new deployment)
+has no position to compare with: the worker asks the broker where reading began (``start``), so that
+a lost first record is a gap too.
 Pure logic; the agent does the seeking and writing.
 """
 
@@ -110,10 +112,7 @@ class InputLedger:
             self._last_batch, self._in_batch = now, True
         for tp, offset in records:
             self._active[tp] = now
-            if tp not in self._next:
-                stored = self._load(tp)
-                self._next[tp] = stored if stored is not None else self._starts.get(tp)
-            expected = self._next[tp]
+            expected = self._known(tp)
             if expected is None or offset <= expected or self._accept(tp, expected, offset, now, seeks):
                 # offset < expected: a redelivery of a processed record (idempotent, processed again)
                 if expected is None or offset >= expected:
@@ -150,7 +149,7 @@ class InputLedger:
 
     def unstarted(self, tps: Iterable[TP]) -> list[TP]:
         """Of ``tps``, those with nothing processed since the assignment and no known start."""
-        return [tp for tp in tps if self._next.get(tp) is None and tp not in self._starts]
+        return [tp for tp in tps if self._known(tp) is None and tp not in self._starts]
 
     def start(self, tp: TP, offset: int) -> None:
         """The consumer began reading ``tp`` at ``offset`` (the broker's answer for a partition with no
@@ -158,8 +157,17 @@ class InputLedger:
         self._starts[tp] = offset
 
     def position(self, tp: TP) -> int | None:
-        """The offset after the last record of ``tp`` processed (None: none yet since it was assigned)."""
-        return self._next.get(tp)
+        """The offset after the last record of ``tp`` processed, or, none yet since it was assigned, its
+        stored position or the broker's start (None: none known)."""
+        return self._known(tp)
+
+    def _known(self, tp: TP) -> int | None:
+        """``tp``'s position; with nothing processed since the assignment, read from the store (then
+        from where the broker says reading began). Unknown is asked again next time."""
+        if self._next.get(tp) is None:
+            stored = self._load(tp)
+            self._next[tp] = stored if stored is not None else self._starts.get(tp)
+        return self._next[tp]
 
     def due(self) -> dict[TP, int]:
         """Seeks to repeat now: gaps still open after ``retry_after``. Called on a timer, since a
@@ -186,11 +194,11 @@ class InputLedger:
         held = held or {}
         seeks = {}
         for tp, end in ends.items():
-            position = self._next.get(tp)
+            # the stored position, not the committed offset, says what was processed: Faust commits
+            # past records it never delivered, and at a partition's tail no later record shows the gap
+            position = self._known(tp)
             if position is None:
                 position = committed.get(tp)
-            if position is None:
-                position = self._starts.get(tp)
             if position is None or position >= end or tp in self._seeking:
                 self._behind.pop(tp, None)
                 continue
