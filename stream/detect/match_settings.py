@@ -47,13 +47,14 @@ class MatchSettings:
         if self.max_matches < 1:
             raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
 
-    def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None) -> Detector:
-        """A detector with these settings (``decoded``: see ``Detector``)."""
+    def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None,
+                 anchor_cap: int | None = None) -> Detector:
+        """A detector with these settings (``decoded``, ``anchor_cap``: see ``Detector``)."""
         from stream.detect.detector import Detector
 
         return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
                         containment_min_shingles=self.containment_min_shingles, retention=self.retention,
-                        decoded=decoded)
+                        decoded=decoded, anchor_cap=anchor_cap)
 
     def describe(self) -> dict[str, Any]:
         """The settings that decide which pairs are reported (``max_matches`` only shortens the lists)."""
