@@ -5,13 +5,15 @@ by ``query_insert_many`` in batches of ``--batch``, each document with its 24 (b
 pairs and a ``--payload``-byte payload (the product stores its sketch there), uniform random
 fingerprints and band values, ``--near`` of each batch near copies of the previous batch (the
 fingerprint 1-3 bits away, 20 of the 24 band values shared). Per step of ``--step`` documents:
-query + insert per document (wall and process CPU), resident memory (now and peak), disk bytes per
-document and candidates per query. At the end the index is closed and reopened, and the reopen plus
-its first query is timed. Results: ``--out``/scale.json and scale.png (cost and memory against N).
+query + insert per document (wall and process CPU), RocksDB's background threads' CPU per document,
+resident memory (now and peak), disk bytes per document and candidates per query. At the end the
+index is closed and reopened, and the reopen plus its first query is timed. Results:
+``--out``/scale.json and scale.png (cost and memory against N).
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import shutil
 import tempfile
@@ -40,6 +42,7 @@ class Step:
     simhash_candidates: float  # mean candidates per query over the whole build (SimHash tables)
     band_candidates: float  # the same for the band tables
     simhash_candidates_step: float  # mean SimHash candidates per query over this step
+    rocksdb_cpu_us_per_doc: float  # RocksDB's background threads (flushes, compactions) over the step
 
 
 def _rss_mib() -> float:
@@ -48,6 +51,21 @@ def _rss_mib() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _rocksdb_cpu_s() -> float:
+    """CPU seconds of this process's RocksDB background threads (named ``rocksdb:*``): part of the
+    process CPU, and invisible to a Python profiler."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if not (task / "comm").read_text().startswith("rocksdb"):
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _peak_rss_mib() -> float:
@@ -101,6 +119,7 @@ def grow(path: Path, size: int, step: int, batch: int, near: float, payload: int
     while done < size:
         wall = cpu = 0.0
         in_step = 0
+        background = _rocksdb_cpu_s()
         while in_step < step and done < size:
             fps, ids, bands, payloads = maker.make()
             probe = (fps[-1], bands[-1])
@@ -115,7 +134,7 @@ def grow(path: Path, size: int, step: int, batch: int, near: float, payload: int
         simhash = stats.kinds["simhash"].candidates_mean
         steps.append(Step(done, 1e6 * wall / in_step, 1e6 * cpu / in_step, _rss_mib(), _peak_rss_mib(),
                           _disk_bytes(path) / done, simhash, stats.kinds["band"].candidates_mean,
-                          (simhash * done - compared) / in_step))
+                          (simhash * done - compared) / in_step, 1e6 * (_rocksdb_cpu_s() - background) / in_step))
         compared = simhash * done
         click.echo(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in
                             asdict(steps[-1]).items()), err=True)
@@ -141,6 +160,7 @@ def plot(steps: list[Step], out: Path) -> None:
     millions = [s.documents / 1e6 for s in steps]
     cost.plot(millions, [s.us_per_doc for s in steps], marker="o", label="query+insert, wall")
     cost.plot(millions, [s.cpu_us_per_doc for s in steps], marker=".", label="process CPU")
+    cost.plot(millions, [s.rocksdb_cpu_us_per_doc for s in steps], marker="x", label="RocksDB background threads")
     cost.set_xlabel("documents in the partition (millions)")
     cost.set_ylabel("us per document over the step")
     cost.set_ylim(bottom=0)

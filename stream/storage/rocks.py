@@ -12,7 +12,6 @@ from rocksdict import (
     ColumnFamily,
     CompactOptions,
     DBCompressionType,
-    MemtableFactory,
     Options,
     Rdict,
     ReadOptions,
@@ -22,6 +21,9 @@ from rocksdict import (
 )
 
 from stream.storage.kv import KVStore, WriteOp, prefix_end
+
+# Level-0 files of the entry family that start a compaction (RocksDB's default: 4); see RocksStore.
+ENTRY_L0_COMPACTION = 16
 
 
 class RocksStore(KVStore):
@@ -38,25 +40,36 @@ class RocksStore(KVStore):
     - WAL on by default (``wal=False`` when the caller can redo what a crash loses: the streaming
       service from its changelog, ``dedup scan`` by scanning again; writes since the last flush are
       then lost on a crash, and the atomic flush keeps a prefix of them);
-    - keys below ``HASHED_BELOW`` (the block index's bucket entries) live in their own column family
-      whose memtable is a hash of linked lists by 3-byte prefix (table + top block) instead of one
-      skip list: an entry key is random, and a skip-list insert of a random key costs ~3.5 us of
-      cache misses (0.3 us for sequential keys), a hash-bucket insert ~1 us. Scans of a
-      prefix of 3 bytes or more stay inside one hash bucket; shorter ones fall back to a total-order
-      seek (slow in that memtable, and unused by the index). Records, doc ids and expiry keys, whose
-      keys grow in order and which ``expire`` scans in order, stay in the default family.
-      The families are written by one atomic batch and flushed together (``atomic_flush``).
-    - doc-id keys (``IDS_FROM`` <= key < ``IDS_UNTIL``) live in a third family with a Bloom filter
+    - keys below ``HASHED_BELOW`` (the block index's bucket entries) live in their own column family:
+      a skip-list memtable (a hash of linked lists by 3-byte prefix inserts a random key faster, but
+      its flush sorts a copy of every entry, which cost the flush thread more than the inserts
+      save), and compaction from 16 files in level 0 rather than 4 (an entry key is random, so each
+      compaction rewrites every entry of the level it goes to: 4 small files at a time made the
+      entries, ~6% of the bytes, half of the compaction CPU). Entries are only scanned, and rarely
+      (the bucket cache holds the roots), so more files in level 0 cost little. Scans shorter than
+      the 3-byte prefix (table + top block) seek in total order (the index never issues them).
+      Figures: docs/decisions/index-rocksdb-background-cpu.md;
+    - records (``RECORDS_FROM`` <= key < ``IDS_FROM``) live in a family of their own, uncompressed:
+      their keys grow in order, so every flushed file holds a key range of its own and compaction
+      moves files down instead of rewriting them (mixed with expiry keys and metadata, every file
+      overlapped the others at the top of the key range); their bulk is the caller's payload (a
+      sketch), which does not compress;
+    - doc-id keys (``IDS_FROM`` <= key < ``IDS_UNTIL``) live in a family with a Bloom filter
       (10 bits per key, ~1.25 bytes per document) and a memtable Bloom: inserting a new document
       looks its id up first, a miss, and without a filter a miss searches every level (measured
-      ~18 us per insert at 1M documents, docs/index.md). A database created without this family
-      keeps its ids in the default family (no filter) and still opens.
+      ~18 us per insert at 1M documents, docs/index.md);
+    - expiry keys and metadata stay in the default family; ``expire`` scans the expiry keys in order.
+      The families are written by one atomic batch and flushed together (``atomic_flush``). A
+      database created without the id or the record family keeps those keys in the default one and
+      still opens.
     """
 
     # The block index's key namespaces (stream/index/records.py; tests/storage/test_store.py checks they agree)
     HASHED_BELOW = b"\xfc"  # its record namespaces start here: below are its bucket entries
     HASH_PREFIX = 3  # table id + 16-bit top block
     ENTRY_FAMILY = "entries"
+    RECORDS_FROM = HASHED_BELOW  # its record namespace, up to its doc ids
+    RECORD_FAMILY = "records"
     IDS_FROM, IDS_UNTIL = b"\xfd", b"\xfe"  # its doc-id namespace
     ID_FAMILY = "ids"
     ID_BLOOM_BITS = 10
@@ -67,38 +80,43 @@ class RocksStore(KVStore):
         options = self._options(cache)
         options.create_missing_column_families(True)
         options.set_atomic_flush(True)
-        # a hash memtable takes no concurrent writers (we have one writer anyway)
+        # one writer: no concurrent memtable writes
         options.set_allow_concurrent_memtable_write(False)
         families = {self.ENTRY_FAMILY: self._entry_options(cache)}
         existing = Rdict.list_cf(path) if (Path(path) / "CURRENT").exists() else None
-        with_ids = existing is None or self.ID_FAMILY in existing  # see the class doc: a database without it
+        # a database created without one of these families keeps its keys in the default one (class doc)
+        with_ids = existing is None or self.ID_FAMILY in existing
+        with_records = existing is None or self.RECORD_FAMILY in existing
         if with_ids:
             families[self.ID_FAMILY] = self._id_options(cache)
+        if with_records:
+            families[self.RECORD_FAMILY] = self._record_options(cache)
         self._db = Rdict(path, options, column_families=families)
         self._entries = self._db.get_column_family(self.ENTRY_FAMILY)
         self._entry_family = self._db.get_column_family_handle(self.ENTRY_FAMILY)
         self._ids = self._db.get_column_family(self.ID_FAMILY) if with_ids else self._db
         self._id_family = self._db.get_column_family_handle(self.ID_FAMILY) if with_ids else None
-        # Key ranges in key order and the family holding each (scans walk them in turn).
-        self._ranges: list[tuple[bytes, bytes | None, Rdict]] = [(b"", self.HASHED_BELOW, self._entries)]
-        if with_ids:
-            self._ranges += [
-                (self.HASHED_BELOW, self.IDS_FROM, self._db),
-                (self.IDS_FROM, self.IDS_UNTIL, self._ids),
-                (self.IDS_UNTIL, None, self._db),
-            ]
-        else:
-            self._ranges.append((self.HASHED_BELOW, None, self._db))
+        self._records = self._db.get_column_family(self.RECORD_FAMILY) if with_records else self._db
+        self._record_family = self._db.get_column_family_handle(self.RECORD_FAMILY) if with_records else None
+        # Key ranges in key order, each with its family's view and write-batch argument (None: the
+        # default family); scans walk them in turn.
+        self._ranges: list[tuple[bytes, bytes | None, Rdict, ColumnFamily | None]] = [
+            (b"", self.RECORDS_FROM, self._entries, self._entry_family),
+            (self.RECORDS_FROM, self.IDS_FROM, self._records, self._record_family),
+            (self.IDS_FROM, self.IDS_UNTIL, self._ids, self._id_family),
+            (self.IDS_UNTIL, None, self._db, None),
+        ]
         # routing by first byte (our ranges are cut at whole first bytes): cheaper than comparisons
-        routes = [self._route(bytes([b])) for b in range(256)]
+        routes = [next((view, family) for low, high, view, family in self._ranges
+                       if low <= bytes([b]) and (high is None or bytes([b]) < high)) for b in range(256)]
         self._view_by_byte = [view for view, _ in routes]  # reads and single writes
         self._family_by_byte = [family for _, family in routes]  # the write-batch argument
         write_options = WriteOptions()
         # rocksdict exposes this as a property although its stub declares a method.
         write_options.disable_wal = not wal  # type: ignore[method-assign,assignment]
         self._db.set_write_options(write_options)
-        self._entries.set_write_options(write_options)
-        self._ids.set_write_options(write_options)
+        for view in (self._entries, self._ids, self._records):
+            view.set_write_options(write_options)
 
     @staticmethod
     def _options(cache: Cache, bloom_bits: int | None = None, restart_interval: int = 32) -> Options:
@@ -123,8 +141,16 @@ class RocksStore(KVStore):
         # restart points costs a scan nothing and saves ~1 B/fp at 100k skewed (docs/decisions/index-storage-layout.md).
         options = cls._options(cache, restart_interval=128)
         options.set_prefix_extractor(SliceTransform.create_max_len_prefix(cls.HASH_PREFIX))
-        # the stub omits the bucket count the binding takes
-        options.set_memtable_factory(MemtableFactory.hash_link_list(1 << 20))  # type: ignore[call-arg]
+        options.set_level_zero_file_num_compaction_trigger(ENTRY_L0_COMPACTION)
+        options.set_level_zero_slowdown_writes_trigger(3 * ENTRY_L0_COMPACTION)
+        options.set_level_zero_stop_writes_trigger(4 * ENTRY_L0_COMPACTION)
+        return options
+
+    @classmethod
+    def _record_options(cls, cache: Cache) -> Options:
+        options = cls._options(cache)
+        options.set_compression_type(DBCompressionType.none())
+        options.set_bottommost_compression_type(DBCompressionType.none())
         return options
 
     @classmethod
@@ -133,15 +159,6 @@ class RocksStore(KVStore):
         options.set_memtable_whole_key_filtering(True)
         options.set_memtable_prefix_bloom_ratio(0.02)
         return options
-
-    def _route(self, key: bytes) -> tuple[Rdict, ColumnFamily | None]:
-        """The family holding ``key``: its view (reads, single writes) and its write-batch argument
-        (None: the default family)."""
-        if key < self.HASHED_BELOW:
-            return self._entries, self._entry_family
-        if self.IDS_FROM <= key < self.IDS_UNTIL:
-            return self._ids, self._id_family
-        return self._db, None
 
     def _view(self, key: bytes) -> Rdict:
         return self._view_by_byte[key[0]] if key else self._entries
@@ -155,8 +172,8 @@ class RocksStore(KVStore):
         if not keys:
             return []
         low, high = min(keys), max(keys)
-        if low >= self.HASHED_BELOW and high < self.IDS_FROM:  # records (hits, splits)
-            view = self._db
+        if low >= self.RECORDS_FROM and high < self.IDS_FROM:  # records (hits, splits)
+            view = self._records
         elif low >= self.IDS_FROM and high < self.IDS_UNTIL:  # doc ids (a batch of new documents)
             view = self._ids
         else:
@@ -189,12 +206,12 @@ class RocksStore(KVStore):
         # Families hold disjoint key ranges (self._ranges, in key order): a scan walks the ranges its
         # prefix overlaps, each in its family.
         end = prefix_end(prefix)
-        for low, high, family in self._ranges:
+        for low, high, family, _ in self._ranges:
             if (high is not None and high <= prefix) or (end is not None and end <= low):
                 continue
             start = max(low, prefix)
             stop = end if high is None else high if end is None else min(end, high)
-            # a hash memtable finds only keys sharing the seek key's 3-byte prefix unless told otherwise
+            # in prefix mode an iterator only promises keys sharing the seek key's 3-byte prefix
             total_order = family is self._entries and len(prefix) < self.HASH_PREFIX
             yield from self._scan(family, prefix, start, stop, total_order)
 
@@ -222,6 +239,8 @@ class RocksStore(KVStore):
         self._entries.flush()
         if self._id_family is not None:
             self._ids.flush()
+        if self._record_family is not None:
+            self._records.flush()
 
     def compact(self) -> None:
         """Flush and compact everything into the bottommost level (benchmarks measure disk size after it)."""
@@ -243,6 +262,7 @@ class RocksStore(KVStore):
     def close(self) -> None:
         self.flush()
         # The family view and handle keep the database open (and locked) until they are gone.
-        del self._entries, self._entry_family, self._ids, self._id_family, self._ranges, self._family_by_byte
+        del self._entries, self._entry_family, self._ids, self._id_family, self._records, self._record_family
+        del self._ranges, self._family_by_byte
         del self._view_by_byte
         self._db.close()

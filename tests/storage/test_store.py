@@ -177,8 +177,8 @@ def test_buffered_store_reads_like_the_plain_store(
     assert list(below.scan_prefix(b"")) == list(plain.scan_prefix(b""))
 
 
-def test_rocks_store_opens_a_database_without_the_id_family(tmp_path: Path) -> None:
-    """Databases created before doc ids got their own (Bloom-filtered) family keep them in the default one."""
+def test_rocks_store_opens_a_database_without_the_id_and_record_families(tmp_path: Path) -> None:
+    """Databases created before doc ids and records got families of their own keep them in the default one."""
     from rocksdict import Cache, Rdict
 
     path = str(tmp_path / "db")
@@ -193,14 +193,37 @@ def test_rocks_store_opens_a_database_without_the_id_family(tmp_path: Path) -> N
     legacy.close()
     store = RocksStore(path)
     assert store.get(b"\xfddoc") == b"h"
-    store.write_ops([(b"\xfddoc2", b"h2"), (b"\x01\x02\x03e", b"p")])
-    assert [k for k, _ in store.scan_prefix(b"")] == [b"\x01\x02\x03e", b"\xfcrec", b"\xfddoc", b"\xfddoc2"]
+    assert store.multi_get([b"\xfcrec", b"\xfcnone"]) == [b"r", None]
+    store.write_ops([(b"\xfddoc2", b"h2"), (b"\x01\x02\x03e", b"p"), (b"\xfcrec2", b"r2")])
+    assert [k for k, _ in store.scan_prefix(b"")] == [b"\x01\x02\x03e", b"\xfcrec", b"\xfcrec2", b"\xfddoc",
+                                                       b"\xfddoc2"]
     store.close()
-    assert "ids" not in Rdict.list_cf(path)
+    assert {"ids", "records"}.isdisjoint(Rdict.list_cf(path))
+
+
+def test_records_have_a_family_of_their_own(tmp_path: Path) -> None:
+    """A new database keeps records (and nothing else) in the record family, where their keys grow in
+    order and compaction need not rewrite them."""
+    from rocksdict import Cache, Rdict
+
+    path = str(tmp_path / "db")
+    store = RocksStore(path)
+    store.write_ops([(b"\xfc\x00\x01", b"r1"), (b"\xfb\x00\x00e", b"e"), (b"\xfdid", b"h"), (b"\xfets", b""),
+                     (b"\xffconfig", b"c"), (b"\xfc\x00\x02", b"r2")])
+    assert store.multi_get([b"\xfc\x00\x02", b"\xfc\x00\x01"]) == [b"r2", b"r1"]
+    store.close()
+    assert "records" in Rdict.list_cf(path)
+    cache = Cache(1 << 20)
+    db = Rdict(path, RocksStore._options(cache),
+               column_families={name: RocksStore._options(cache) for name in Rdict.list_cf(path) if name != "default"})
+    records = db.get_column_family("records")
+    assert [bytes(k) for k, _ in records.items()] == [b"\xfc\x00\x01", b"\xfc\x00\x02"]
+    db.close()
 
 
 def test_rocks_families_are_cut_at_the_index_namespaces() -> None:
     """RocksStore's column families follow the block index's key namespaces without importing the index."""
     from stream.index.records import DOC_NS, EXPIRY_NS, HANDLE_NS
 
-    assert (RocksStore.HASHED_BELOW, RocksStore.IDS_FROM, RocksStore.IDS_UNTIL) == (HANDLE_NS, DOC_NS, EXPIRY_NS)
+    assert (RocksStore.HASHED_BELOW, RocksStore.RECORDS_FROM, RocksStore.IDS_FROM, RocksStore.IDS_UNTIL) == (
+        HANDLE_NS, HANDLE_NS, DOC_NS, EXPIRY_NS)
