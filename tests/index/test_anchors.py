@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.index import BlockIndex
+from stream.index.anchors import AnchorTable
 from stream.storage import MemoryStore
 
 BOUND = 1 << 28
@@ -26,14 +28,14 @@ def anchors_of(payload: bytes) -> tuple[np.ndarray, int]:
     return np.frombuffer(payload[8:], dtype=">u4").astype(np.uint32), int.from_bytes(payload[:8], "big")
 
 
-def model_proposals(live: list[tuple[str, set[int], int]], mine: set[int], bound: int) -> list[str]:
+def model_proposals(live: list[tuple[Any, set[int], int]], mine: set[int], bound: int, cap: int = CAP) -> list[Any]:
     """The rule written out over the live documents (in insert order): anchors held by more than CAP
     documents propose nothing; a pair needs 2 shared and half of the smaller side's anchors under the
     lower bound."""
     holders = {a: [doc for doc, anchors, _ in live if a in anchors] for a in mine}
     out = []
     for doc, anchors, other in live:
-        shared = sum(1 for a in mine & anchors if len(holders[a]) <= CAP)
+        shared = sum(1 for a in mine & anchors if len(holders[a]) <= cap)
         low = min(bound, other)
         mine_under = sum(1 for a in mine if a < low)
         theirs = len(anchors) * low / other
@@ -127,3 +129,43 @@ def test_a_reopened_index_rebuilds_the_table_from_its_records(tmp_path: Path) ->
     assert proposals(reopened, {5, 6}) == ["a", "b"]
     assert proposals(reopened, {1, 2, 3}) == []
     reopened.close()
+
+
+table_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sets(st.integers(0, 15), min_size=1, max_size=6)),
+        st.tuples(st.just("remove"), st.integers(0, 40)),
+        st.tuples(st.just("replace"), st.integers(0, 40), st.sets(st.integers(0, 15), min_size=1, max_size=6)),
+        st.tuples(st.just("query"), st.sets(st.integers(0, 15), max_size=2), st.integers(0, 45), st.integers(0, 45)),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(table_ops)
+def test_runs_merges_and_deleted_entries_keep_the_table_equal_to_its_rule(ops: list) -> None:
+    """The table alone, queried between writes (each query seals a run, so runs merge and deleted
+    entries sit in them), against the rule over its live documents; ``before`` cuts at a handle."""
+    table = AnchorTable(anchors_of, CAP + 2)
+    live: dict[int, set[int]] = {}  # handle -> anchors
+    for handle, op in enumerate(ops):  # an added document takes the operation's position as its handle
+        if op[0] == "add":
+            table.add(handle, payload_of(op[1]))
+            live[handle] = op[1]
+        elif op[0] == "remove" and live:
+            handle = sorted(live)[op[1] % len(live)]
+            table.remove(handle, payload_of(live.pop(handle)))
+        elif op[0] == "replace" and live:
+            handle = sorted(live)[op[1] % len(live)]
+            table.remove(handle, payload_of(live[handle]))
+            table.add(handle, payload_of(op[2]))
+            live[handle] = op[2]
+        elif op[0] == "query":  # a live document's anchors (most often) and a few more
+            handles = sorted(live)
+            mine = op[1] | (live[handles[op[2] % len(handles)]] if handles and op[2] < 40 else set())
+            before = handles[op[3] % len(handles)] if handles and op[3] < 20 else None
+            seen = [(h, anchors, BOUND) for h, anchors in sorted(live.items()) if before is None or h < before]
+            proposed = table.proposed(np.array(sorted(mine), dtype=np.uint32), BOUND, before)
+            assert proposed == model_proposals(seen, mine, BOUND, CAP + 2)
+    assert len(table) == len(live)

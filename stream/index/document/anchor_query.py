@@ -18,13 +18,11 @@ def query_many(state: IndexState, fingerprints: Sequence[int], payloads: Sequenc
     if not len(fingerprints) == len(payloads) == len(doc_ids):
         raise ValueError(f"{len(fingerprints)} fingerprints, {len(payloads)} payloads, {len(doc_ids)} ids")
     own = state.kv.multi_get([doc_key(doc_id) for doc_id in doc_ids])
-    out: list[list[IndexHit]] = []
-    for fingerprint, payload, raw_handle in zip(fingerprints, payloads, own, strict=True):
-        anchors, bound = table.anchors_of(payload)
-        before = None if raw_handle is None else int.from_bytes(raw_handle, "big")
-        handles = table.proposed(anchors, bound, before)
-        out.append(_hits(state, fingerprint, handles) if handles else [])
-    return out
+    queries = [(*table.anchors_of(payload), None if raw_handle is None else int.from_bytes(raw_handle, "big"))
+               for payload, raw_handle in zip(payloads, own, strict=True)]
+    proposed = table.proposed_many(queries)
+    return [_hits(state, fingerprint, handles) if handles else []
+            for fingerprint, handles in zip(fingerprints, proposed, strict=True)]
 
 
 def _hits(state: IndexState, fingerprint: int, handles: list[int]) -> list[IndexHit]:
