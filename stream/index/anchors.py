@@ -101,7 +101,7 @@ class AnchorTable:
                 run[first] = key
             self._dead[r] += int(hit.sum())
         if 2 * sum(self._dead) > sum(len(run) for run in self._runs):  # mostly deleted: one run of the rest
-            self._runs, self._dead = [_merged(self._runs)], [0]
+            self._runs, self._dead = [_merged(self._runs, True)], [0]
 
     def proposed(self, anchors: np.ndarray, bound: int, before: int | None = None) -> list[int]:
         """``proposed_many`` of one query."""
@@ -143,8 +143,15 @@ class AnchorTable:
         """(query << 36 | handle + 1, anchors in common) of every pair a query's anchors that are
         not hot reach, in ascending order: ``firsts`` are the queries' anchors' keys (handle bits 0),
         ``ends`` the handles + 1 their ranges end before."""
-        los = [np.searchsorted(run, firsts | np.uint64(1)) for run in self._runs]
-        his = [np.searchsorted(run, firsts | ends) for run in self._runs]
+        # searched in key order: consecutive searches then walk the same path down a run (cache hits)
+        order = np.argsort(firsts)
+        starts, stops = firsts[order] | np.uint64(1), firsts[order] | ends[order]
+        los, his = [], []
+        for run in self._runs:
+            lo, hi = np.empty(len(firsts), dtype=np.int64), np.empty(len(firsts), dtype=np.int64)
+            lo[order], hi[order] = np.searchsorted(run, starts), np.searchsorted(run, stops)
+            los.append(lo)
+            his.append(hi)
         held = sum((hi - lo for lo, hi in zip(los, his, strict=True)), np.zeros(len(firsts), dtype=np.int64))
         cool = (held > 0) & (held <= self.cap)
         found = []
@@ -171,7 +178,7 @@ class AnchorTable:
         self._pending, self._pending_entries = [], 0
         self._documents.seal()
         while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
-            runs[-2:], dead[-2:] = [_merged(runs[-2:])], [0]
+            runs[-2:], dead[-2:] = [_merged(runs[-2:], bool(dead[-2] or dead[-1]))], [0]
 
 
 class _Documents:
@@ -245,8 +252,9 @@ def _keys(anchors: np.ndarray, stored: int) -> np.ndarray:
     return (anchors.astype(np.uint64) << _SHIFT) | np.uint64(stored)
 
 
-def _merged(runs: list[np.ndarray]) -> np.ndarray:
-    """One sorted run of these (timsort merges the sorted pieces in one pass), deleted entries dropped."""
+def _merged(runs: list[np.ndarray], dead: bool) -> np.ndarray:
+    """One sorted run of these (timsort merges the sorted pieces in one pass), the deleted entries
+    dropped when there are any (else no copy: the merge then holds the runs twice, not three times)."""
     run = np.concatenate(runs)
     run.sort(kind="stable")
-    return run[(run & _HANDLE_MASK) != 0]
+    return run[(run & _HANDLE_MASK) != 0] if dead else run
