@@ -17,7 +17,12 @@ from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
-from stream.detect.match_settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
+from stream.detect.match_settings import (
+    CONTAINMENT_MARGIN,
+    CONTAINMENT_MIN_SHINGLES,
+    CONTAINMENT_SAMPLE_MARGIN,
+    CONTAINMENT_THRESHOLD,
+)
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.scores import Overlap, overlap
@@ -28,9 +33,12 @@ def relation(ov: Overlap, threshold: float, containment_threshold: float, min_sh
              margin: float = CONTAINMENT_MARGIN) -> str | None:
     """SIMILAR when the score reaches ``threshold``; else CONTAINED when the containment, less
     ``margin`` times its standard error, reaches ``containment_threshold`` (0 turns the rule off) and
-    the shorter text is long enough; else None."""
+    the shorter text is long enough; else None. A containment counted on a hash sample clears it by
+    at most ``CONTAINMENT_SAMPLE_MARGIN`` of its error."""
     if ov.score >= threshold:
         return SIMILAR
+    if ov.containment_sampled:
+        margin = min(margin, CONTAINMENT_SAMPLE_MARGIN)
     if (0 < containment_threshold <= ov.containment - margin * ov.containment_error
             and ov.smaller >= min_shingles):
         return CONTAINED

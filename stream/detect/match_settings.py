@@ -25,6 +25,10 @@ if TYPE_CHECKING:  # not at run time: reading settings (every command does) must
 CONTAINMENT_THRESHOLD = 0.8
 CONTAINMENT_MIN_SHINGLES = 50
 CONTAINMENT_MARGIN = 0.75
+# A count of the shorter text's hashes found in the longer one's hash sample is a binomial estimate
+# whose error (Agresti & Coull) is already conservative; it clears the threshold by this margin
+# (docs/decisions/containment-sample-margin.md).
+CONTAINMENT_SAMPLE_MARGIN = 0.5
 
 
 @dataclass(frozen=True)

@@ -303,3 +303,12 @@ def test_anchors_are_the_hashes_under_one_bound_a_sketch_keeps() -> None:
     short, long = (make_sketch(hashes(lo, hi), SPEC, 512, SAMPLE) for lo, hi in [(5_000, 5_300), (0, 10_000)])
     common = np.intersect1d(sketch_anchors(short, 16)[0], sketch_anchors(long, 16)[0])
     assert np.array_equal(common, sketch_anchors(short, 16)[0])  # all of a contained set's anchors
+
+
+@pytest.mark.parametrize(("sampled", "contained"), [(True, True), (False, False)])
+def test_a_count_on_a_hash_sample_clears_the_threshold_by_a_smaller_margin(sampled: bool, contained: bool) -> None:
+    # 0.85 with an error of 0.067 (~40 hashes tested): 0.85 - 0.5 x 0.067 = 0.817 clears 0.8, and
+    # 0.85 - 0.75 x 0.067 = 0.800 (below it by 0.0003) does not
+    ov = Overlap(0.0, 0.85, 300, 0.067, sampled)
+    assert (relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
+    assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES, margin=0.0) == CONTAINED  # a lower margin stays
