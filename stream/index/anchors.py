@@ -148,8 +148,13 @@ class AnchorTable:
         starts, stops = firsts[order] | np.uint64(1), firsts[order] | ends[order]
         los, his = [], []
         for run in self._runs:
-            lo, hi = np.empty(len(firsts), dtype=np.int64), np.empty(len(firsts), dtype=np.int64)
-            lo[order], hi[order] = np.searchsorted(run, starts), np.searchsorted(run, stops)
+            first = np.searchsorted(run, starts)
+            last = first.copy()  # an anchor with no entry in the run (most) needs no second search
+            some = run[np.minimum(first, len(run) - 1)] < stops if len(run) else np.zeros(len(first), dtype=bool)
+            some &= first < len(run)
+            last[some] = np.searchsorted(run, stops[some])
+            lo, hi = np.empty_like(first), np.empty_like(first)
+            lo[order], hi[order] = first, last
             los.append(lo)
             his.append(hi)
         held = sum((hi - lo for lo, hi in zip(los, his, strict=True)), np.zeros(len(firsts), dtype=np.int64))
