@@ -69,15 +69,16 @@ class AnchorTable:
     def add(self, handle: int, payload: bytes) -> None:
         """Index the document with this handle (once: a handle indexed already is left as it is)."""
         anchors, bound = self.anchors_of(payload) if payload else (None, 0)
-        if anchors is None or not len(anchors) or handle in self._documents:
+        if anchors is None or not len(anchors):
             return
         if int(anchors[-1]) >> ANCHOR_BITS or not 0 <= handle + 1 < _HANDLE_MASK or bound >> 31:
             raise ValueError(f"anchor table: anchors must be below 2^{ANCHOR_BITS}, handles below "
                              f"2^{HANDLE_BITS} - 2, bounds below 2^31 (got anchor {int(anchors[-1])}, "
                              f"handle {handle}, bound {bound})")
+        if not self._documents.add(handle, len(anchors), bound):
+            return
         self._pending.append(_keys(anchors, handle + 1))
         self._pending_entries += len(anchors)
-        self._documents.add(handle, len(anchors), bound)
         if self._pending_entries >= _SEAL_AT:
             self._seal()
 
@@ -211,14 +212,20 @@ class _Documents:
     def nbytes(self) -> int:
         return self.handles.nbytes + self.sizes.nbytes + self.bounds.nbytes + 100 * len(self.pending)
 
-    def add(self, handle: int, size: int, bound: int) -> None:
+    def add(self, handle: int, size: int, bound: int) -> bool:
+        """False when the handle is indexed already."""
+        if handle in self.pending:
+            return False
         at = self._slot(handle)
+        if at >= 0 and self.sizes[at]:
+            return False
         if at >= 0:  # a replacement's new anchors under the handle it had
             self.sizes[at], self.bounds[at] = size, bound
             self.removed -= 1
         else:
             self.pending[handle] = (size, bound)
         self.live += 1
+        return True
 
     def remove(self, handle: int) -> None:
         """A sealed document's slot emptied."""
@@ -249,7 +256,9 @@ class _Documents:
             self.handles, self.sizes, self.bounds = self.handles[order], self.sizes[order], self.bounds[order]
 
     def _slot(self, handle: int) -> int:
-        at = int(np.searchsorted(self.handles, handle))
+        if not len(self.handles) or handle > int(self.handles[-1]):  # newer than every sealed one: most adds
+            return -1
+        at = int(np.searchsorted(self.handles, np.uint64(handle)))  # a Python int would cast the array to float
         return at if at < len(self.handles) and int(self.handles[at]) == handle else -1
 
 
