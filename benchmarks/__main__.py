@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "shingling": "benchmarks.shingling:command",
     "corpus-zh": "benchmarks.corpus_zh:command",
     "scan": "benchmarks.scan:command",
+    "anchor-table": "benchmarks.anchor_table:command",
     "peers": "benchmarks.peers:command",
     "reliability": "benchmarks.reliability:command",
     "retention": "benchmarks.retention:command",

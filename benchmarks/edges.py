@@ -10,38 +10,29 @@ setting asked for (``--margins``, ``--min-shingles``). Scores:
 - ``source`` (same-source tracks): every match against "the two share a source".
 Per shape (edge tracks), the same source figures for the pairs of that shape.
 
-``--anchors R`` adds a what-if row per setting: candidates also from an inverted index of every
-document's sampled shingle hashes (each 32-bit hash below 2^32 / R, "anchors"), a pair proposed when
-it shares at least two and half of the smaller one's, verified by the same rule. The product's index
-has no such table (its band tables hold a fixed number of keys per document); the row measures what
-one would add for a short text inside a long one, which no fixed set of bands proposes.
+Candidates come from the product's tables: SimHash blocks, MinHash bands and the anchor table
+(stream/index/anchors.py) with ``--anchor-cap`` (the cap ``dedup scan`` uses; 0: without anchors).
+The ``anchor_candidates`` figure counts the pairs only the anchor table proposed.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import click
-import numpy as np
 
 from benchmarks.accuracy_report import Pair, pair
 from benchmarks.common import DEFAULT_OUT, pyplot, save_json, stamp
 from benchmarks.tracks import TRACKS, TrackSpec, track_paths
 from benchmarks.web.tracks import overlap, truth_shingles
 from stream.detect import Detector
-from stream.detect.detector import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, relation
+from stream.detect.detector import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES
 from stream.detect.verdict import CONTAINED, SIMILAR
-from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
-from stream.fingerprint.scores import overlap as verified
-from stream.fingerprint.shingles import shingle_hashes
-from stream.index import BlockIndex
-
-# the what-if index proposes two documents that share at least 2 anchors and half of the smaller one's
-ANCHORS_SHARED, ANCHOR_SHARE = 2, 0.5
+from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document, without_bands
+from stream.index import DEFAULT_ANCHOR_CAP, BlockIndex
 
 
 def _load(spec: TrackSpec) -> tuple[list[dict[str, Any]], dict[Pair, float]] | None:
@@ -62,49 +53,25 @@ def _input(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def detect(fps: list[Fingerprint], config: FingerprintConfig, margin: float, min_shingles: int
-           ) -> dict[Pair, str]:
+def detect(fps: list[Fingerprint], config: FingerprintConfig, margin: float, min_shingles: int,
+           anchor_cap: int = DEFAULT_ANCHOR_CAP) -> tuple[dict[Pair, str], int]:
+    """The pairs the detector reports, each document probed after the ones before it (as ``dedup scan``
+    judges them), and how many candidates only the anchor table proposed (``anchor_cap`` 0: none)."""
     detector = Detector(BlockIndex(None, k=3, bands=config.band_tables), containment_min_shingles=min_shingles,
-                        containment_margin=margin)
+                        containment_margin=margin, anchor_cap=anchor_cap or None)
     found: dict[Pair, str] = {}
+    index = detector.index
+    anchor_only = 0
     for seq, fp in enumerate(fps):
+        if anchor_cap and not fp.empty:
+            payload = without_bands(fp.to_bytes())
+            detector.decoded.remember(payload, fp)
+            by_anchor = {hit.doc_id for hit in index.anchor_query_many([fp.simhash], [payload], [fp.doc_id])[0]}
+            by_tables = {hit.doc_id for hit in index.query(fp.simhash, tuple(fp.bands))}
+            anchor_only += len(by_anchor - by_tables - {fp.doc_id})
         for m in detector.probe(fp, (float(seq), fp.doc_id)):
             found[pair(fp.doc_id, m.id)] = m.relation
-    return found
-
-
-def anchors(docs: list[dict[str, Any]], fingerprinter: Fingerprinter, rate: int) -> list[np.ndarray]:
-    """Each document's 32-bit shingle hashes below 2^32 / ``rate`` (the sketch's hashes)."""
-    out = []
-    for d in docs:
-        content, _ = fingerprinter.content_of(parse_document(_input(d)))
-        h32 = np.unique((shingle_hashes(content) >> np.uint64(32)).astype(np.uint32))
-        out.append(h32[h32 < (1 << 32) // rate])
-    return out
-
-
-def with_anchors(found: dict[Pair, str], fps: list[Fingerprint], keys: list[np.ndarray], margin: float,
-                 min_shingles: int) -> tuple[dict[Pair, str], int]:
-    """``found`` plus the pairs an anchor index proposes (each document against the ones before it)
-    that pass verification, and how many pairs it proposed beyond ``found``."""
-    out, proposed = dict(found), 0
-    postings: dict[int, list[int]] = defaultdict(list)
-    for i, (fp, mine) in enumerate(zip(fps, keys, strict=True)):
-        shared: dict[int, int] = defaultdict(int)
-        for key in mine.tolist():
-            for j in postings[key]:
-                shared[j] += 1
-            postings[key].append(i)
-        for j, count in shared.items():
-            p = pair(fp.doc_id, fps[j].doc_id)
-            if (count < max(ANCHORS_SHARED, ANCHOR_SHARE * min(len(mine), len(keys[j]))) or p in out or fp.empty
-                    or fps[j].empty):
-                continue
-            proposed += 1
-            kind = relation(verified(fp, fps[j]), 0.8, 0.8, min_shingles, margin)
-            if kind is not None:
-                out[p] = kind
-    return out, proposed
+    return found, anchor_only
 
 
 class ExactTruth:
@@ -184,10 +151,10 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
               help="Containment minimum sizes to compare, comma-separated.")
 @click.option("--sketch-exact-shingles", "exact", type=int, default=FingerprintConfig.sketch_exact_shingles,
               show_default=True, help="Texts with up to this many shingles keep them all (exact verification).")
-@click.option("--anchors", "anchor_rate", type=int, default=0, metavar="R",
-              help="Also score each setting with candidates from shared hashes below 2^32 / R (a what-if; 0: off).")
+@click.option("--anchor-cap", type=int, default=DEFAULT_ANCHOR_CAP, show_default=True,
+              help="The anchor table's cap on documents per anchor (0: no anchor table).")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
-def command(names: str, margins: str, mins: str, exact: int, anchor_rate: int, out_dir: str) -> None:
+def command(names: str, margins: str, mins: str, exact: int, anchor_cap: int, out_dir: str) -> None:
     """Per-relation exact scores of the default detector on every track, under several containment settings."""
     config = FingerprintConfig(sketch_exact_shingles=exact)
     fingerprinter = Fingerprinter(config)
@@ -204,24 +171,17 @@ def command(names: str, margins: str, mins: str, exact: int, anchor_rate: int, o
         started = time.perf_counter()
         fps = [fingerprinter.fingerprint(parse_document(_input(d))) for d in docs]
         truth_of = ExactTruth(docs, spec.unit)
-        keys = anchors(docs, fingerprinter, anchor_rate) if anchor_rate else []
         results[spec.name] = {}
         for margin in (float(m) for m in margins.split(",")):
             for least in (int(m) for m in mins.split(",")):
-                found = detect(fps, config, margin, least)
+                found, anchor_only = detect(fps, config, margin, least, anchor_cap)
                 setting = f"margin {margin:g}, min {least}"
-                rows: list[tuple[str, dict[Pair, str], int | None]] = [(setting, found, None)]
-                if anchor_rate:
-                    more, extra = with_anchors(found, fps, keys, margin, least)
-                    rows.append((f"{setting} + anchors 1/{anchor_rate}", more, extra))
-                for name, pairs, proposed in rows:
-                    res = score(pairs, spec, truth, truth_of, docs)
-                    if proposed is not None:
-                        res["anchor_candidates"] = proposed
-                    results[spec.name][name] = res
-                    click.echo(f"{spec.name:12} {name}: {json.dumps(res)}")
+                res = score(found, spec, truth, truth_of, docs)
+                res["anchor_candidates"] = anchor_only
+                results[spec.name][setting] = res
+                click.echo(f"{spec.name:12} {setting}: {json.dumps(res)}")
         click.echo(f"{spec.name}: {time.perf_counter() - started:.1f}s", err=True)
     target = save_json(out_dir, "edges", {"config": config.describe(fingerprinter.segmenter.settings),
-                                          "anchor_rate": anchor_rate, "results": results})
+                                          "anchor_cap": anchor_cap, "results": results})
     chart(results, Path(out_dir) / "edges.png")
     click.echo(f"saved {target}")

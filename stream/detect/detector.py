@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 
-from stream.detect.match_settings import CONTAINMENT_MARGIN, CONTAINMENT_MIN_SHINGLES, CONTAINMENT_THRESHOLD
+import numpy as np
+
+from stream.detect.match_settings import (
+    CONTAINMENT_MARGIN,
+    CONTAINMENT_MIN_SHINGLES,
+    CONTAINMENT_SAMPLE_MARGIN,
+    CONTAINMENT_THRESHOLD,
+)
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.scores import Overlap, overlap
@@ -26,9 +33,12 @@ def relation(ov: Overlap, threshold: float, containment_threshold: float, min_sh
              margin: float = CONTAINMENT_MARGIN) -> str | None:
     """SIMILAR when the score reaches ``threshold``; else CONTAINED when the containment, less
     ``margin`` times its standard error, reaches ``containment_threshold`` (0 turns the rule off) and
-    the shorter text is long enough; else None."""
+    the shorter text is long enough; else None. A containment counted on a hash sample clears it by
+    at most ``CONTAINMENT_SAMPLE_MARGIN`` of its error."""
     if ov.score >= threshold:
         return SIMILAR
+    if ov.containment_sampled:
+        margin = min(margin, CONTAINMENT_SAMPLE_MARGIN)
     if (0 < containment_threshold <= ov.containment - margin * ov.containment_error
             and ov.smaller >= min_shingles):
         return CONTAINED
@@ -80,10 +90,12 @@ class Detector:
     def __init__(self, index: BlockIndex, threshold: float = 0.8, mu: float = 0.9, once: bool = False,
                  containment_threshold: float = CONTAINMENT_THRESHOLD,
                  containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES, retention: float | None = None,
-                 containment_margin: float = CONTAINMENT_MARGIN, decoded: DecodedFingerprints | None = None
-                 ) -> None:
+                 containment_margin: float = CONTAINMENT_MARGIN, decoded: DecodedFingerprints | None = None,
+                 anchor_cap: int | None = None) -> None:
         """``decoded``: the cache stored fingerprints are decoded through (a caller that decodes or
-        serializes the same fingerprints elsewhere shares its own; None: one of this detector's)."""
+        serializes the same fingerprints elsewhere shares its own; None: one of this detector's).
+        ``anchor_cap``: also verify the candidates of an anchor table with this cap on its posting
+        lists (``BlockIndex.use_anchors``; the index then keeps one); None: bands and SimHash only."""
         self.index = index
         self.decoded = decoded if decoded is not None else DecodedFingerprints()
         # retention: two documents match only when their event times are at most this far apart
@@ -100,6 +112,13 @@ class Detector:
         self.once = once
         self.candidates = 0  # running totals, for statistics
         self.verified = 0
+        self.anchors = anchor_cap is not None
+        if anchor_cap is not None:
+            index.use_anchors(self.anchors_of, anchor_cap)
+
+    def anchors_of(self, payload: bytes) -> tuple[np.ndarray, int]:
+        """A stored fingerprint's anchors (``Fingerprint.anchors``), decoded through the cache."""
+        return self.decoded(payload).anchors()
 
     def probe(self, fp: Fingerprint, order: Order, tables: Collection[int] | None = None,
               insert: bool = True, fp_bytes: bytes | None = None) -> list[Match]:
@@ -128,6 +147,9 @@ class Detector:
         chosen = None if tables is None else [tables[i] for i in live]
         simhashes = [fp.simhash for fp in docs]
         band_array, payloads = split_bands(serialized, self.index.bands)
+        if self.anchors:  # the anchor table reads the documents' anchors from these payloads
+            for payload, fp in zip(payloads, docs, strict=True):
+                self.decoded.remember(payload, fp)
         # documents with no or other bands: the index says which is wrong
         bands: BatchBands = [tuple(fp.bands) for fp in docs] if band_array is None else band_array
         if insert:
@@ -135,6 +157,8 @@ class Detector:
                                                 bands, chosen, payloads, once=self.once)
         else:
             hits = self.index.query_many(simhashes, bands, chosen, once=self.once)
+        if self.anchors:
+            hits = self._with_anchor_hits(hits, docs, simhashes, payloads)
         # candidates from this batch are verified against the fingerprints in hand, not decoded again:
         # their hits carry the very payload objects passed in (alive until the call returns)
         batch_fps = {id(payload): fp for payload, fp in zip(payloads, docs, strict=True)}
@@ -142,6 +166,18 @@ class Detector:
         for i, fp, found in zip(live, docs, hits, strict=True):
             if found:
                 out[i] = self.verify(fp, orders[i], found, batch_fps)
+        return out
+
+    def _with_anchor_hits(self, hits: list[list[IndexHit]], docs: list[Fingerprint], simhashes: list[int],
+                          payloads: list[bytes]) -> list[list[IndexHit]]:
+        """Each document's hits plus the anchor table's proposals the tables did not find."""
+        extra = self.index.anchor_query_many(simhashes, payloads, [fp.doc_id for fp in docs])
+        out = []
+        for found, more in zip(hits, extra, strict=True):
+            if more:
+                have = {hit.doc_id for hit in found}
+                found = found + [hit for hit in more if hit.doc_id not in have]
+            out.append(found)
         return out
 
     def verify(self, fp: Fingerprint, order: Order, hits: Iterable[IndexHit],

@@ -25,6 +25,10 @@ if TYPE_CHECKING:  # not at run time: reading settings (every command does) must
 CONTAINMENT_THRESHOLD = 0.8
 CONTAINMENT_MIN_SHINGLES = 50
 CONTAINMENT_MARGIN = 0.75
+# A count of the shorter text's hashes found in the longer one's hash sample is a binomial estimate
+# whose error (Agresti & Coull) is already conservative; it clears the threshold by this margin
+# (docs/decisions/containment-sample-margin.md).
+CONTAINMENT_SAMPLE_MARGIN = 0.5
 
 
 @dataclass(frozen=True)
@@ -47,13 +51,14 @@ class MatchSettings:
         if self.max_matches < 1:
             raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
 
-    def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None) -> Detector:
-        """A detector with these settings (``decoded``: see ``Detector``)."""
+    def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None,
+                 anchor_cap: int | None = None) -> Detector:
+        """A detector with these settings (``decoded``, ``anchor_cap``: see ``Detector``)."""
         from stream.detect.detector import Detector
 
         return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
                         containment_min_shingles=self.containment_min_shingles, retention=self.retention,
-                        decoded=decoded)
+                        decoded=decoded, anchor_cap=anchor_cap)
 
     def describe(self) -> dict[str, Any]:
         """The settings that decide which pairs are reported (``max_matches`` only shortens the lists)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stream.fingerprint.sketch import SHORT_SPEC, SIDE_SPEC, Sketch, SketchSpec
+from stream.fingerprint.sketch import ANCHOR_SHARE, SHORT_SPEC, SIDE_SPEC, Sketch, SketchSpec, sketch_anchors
 
 _HEAD = struct.Struct("<2sBQ16sHBH")  # magic, flags, simhash, content hash, sketch bytes, bits, bands
 _BAND_COUNT = struct.Struct("<H")  # the head's last field
@@ -33,6 +33,12 @@ class Fingerprint:
     @property
     def hex(self) -> str:
         return f"{self.simhash:016x}"
+
+    def anchors(self, share: int = ANCHOR_SHARE) -> tuple[np.ndarray, int]:
+        """``sketch_anchors`` of its sketch: the shingle hashes an anchor table indexes it by, and
+        their bound (derived from what the sketch stores: texts of at most ``sketch_exact_shingles``
+        and of at least ``sketch_sample_from`` shingles have them, others none)."""
+        return sketch_anchors(self.sketch, share)
 
     def to_bytes(self) -> bytes:
         flags = int(self.empty)

@@ -41,6 +41,7 @@ class Overlap:
     containment: float  # share of the smaller document's content shingles found in the larger one
     smaller: int  # distinct content shingles of the smaller document
     containment_error: float = 0.0  # standard error of ``containment`` (0: exact)
+    containment_sampled: bool = False  # ``containment`` counted on the longer text's hash sample
 
 
 def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> Overlap:
@@ -48,7 +49,7 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
     if a.empty or b.empty:
         return Overlap(0.0, 0.0, 0)
     smaller = min(a.sketch.size, b.sketch.size)
-    error = 0.0
+    error, sampled = 0.0, False
     if a.content_hash == b.content_hash:
         jaccard = containment = 1.0
     else:
@@ -58,16 +59,16 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
         small, large = (a.sketch, b.sketch) if a.sketch.size <= b.sketch.size else (b.sketch, a.sketch)
         # a short text against a long one: its hashes tested against the long one's sample, else
         # against its b-bit bins; the estimate with the smallest error is taken
-        for tested in (containment_in_sample(small, large) if error > 0 else None,
-                       containment_in_sketch(small, large, spec) if error > 0.1 else None):
+        for tested, in_sample in ((containment_in_sample(small, large) if error > 0 else None, True),
+                                  (containment_in_sketch(small, large, spec) if error > 0.1 else None, False)):
             if tested is not None and tested[1] < error:
-                containment, error = tested
+                (containment, error), sampled = tested, in_sample
     content = jaccard
     if a.short_grams is not None and b.short_grams is not None:
         content = max(content, estimate_jaccard(a.short_grams, b.short_grams, SHORT_SPEC))
     if a.side is not None and b.side is not None:
         content = mu * content + (1.0 - mu) * estimate_jaccard(a.side, b.side, SIDE_SPEC)
-    return Overlap(content, containment, smaller, error)
+    return Overlap(content, containment, smaller, error, sampled)
 
 
 def similarity(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> float:

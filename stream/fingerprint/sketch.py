@@ -56,6 +56,8 @@ class SampleSpec:
 
 
 NO_SAMPLE = SampleSpec()
+# anchors: a text's shingle hashes below 2^32 / 16 (sketch_anchors); ~1/16 of its shingles as index keys
+ANCHOR_SHARE = 16
 SAMPLE_MIN = 16  # sampled shingles of the smaller text below which the sample is not used
 SIDE_SPEC = SketchSpec(budget=256, bits=1)  # side information (tags, keywords...): Wang & Wang 2019's term
 SHORT_SPEC = SketchSpec(budget=1024, bits=1)  # exact character 3-grams of a short text, up to 256 of them
@@ -134,6 +136,21 @@ def hash_sample(h32: np.ndarray, size: int, from_shingles: int, below: int, most
     if len(kept) > most:
         return kept[:most], int(kept[most - 1]) + 1
     return kept, below
+
+
+def sketch_anchors(sketch: Sketch, share: int) -> tuple[np.ndarray, int]:
+    """(the sorted 32-bit shingle hashes the sketch keeps below 2^32 / ``share``, the bound they are
+    all of the set's hashes under): an exact sketch's under 2^32 / ``share``, a sample's under the lower
+    of that and its own bound; (empty, 0) for a b-bit sketch without a sample. The same hashes for
+    the same set, so two documents' anchors in common are shingles in common (index/anchors.py)."""
+    bound = (1 << 32) // share
+    if sketch.kind == _KIND_EXACT:
+        hashes = sketch.data
+    elif sketch.sample is not None:
+        hashes, bound = sketch.sample, min(bound, sketch.sample_below)
+    else:
+        return np.empty(0, dtype=np.uint32), 0
+    return hashes[: int(np.searchsorted(hashes, bound))], bound
 
 
 def _bbit(h32: np.ndarray, spec: SketchSpec) -> np.ndarray:

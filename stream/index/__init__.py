@@ -3,9 +3,11 @@
 The public API (docs/index.md, "API"); everything else in this package is internal:
 ``simhash/`` (the block tables), ``bands/`` (the LSH band tables), ``batch/`` (the batch path the product
 runs), ``document/`` (one document at a time: deletes, expiry, the reference), and beside them
-``BlockIndex`` (block_index.py), its state, layout and records. Storage is ``stream.storage``.
+``BlockIndex`` (block_index.py), its anchor table (anchors.py), its state, layout and records. Storage is
+``stream.storage``.
 """
 
+from stream.index.anchors import DEFAULT_CAP as DEFAULT_ANCHOR_CAP
 from stream.index.batch.data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
@@ -23,6 +25,7 @@ from stream.index.simhash.stats import IndexStats
 
 __all__ = [
     "CONFIG_KEY",
+    "DEFAULT_ANCHOR_CAP",
     "DERIVED_NAMESPACES",
     "BatchBands",
     "BlockIndex",

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from stream.index.anchors import DEFAULT_CAP as DEFAULT_ANCHOR_CAP
+from stream.index.anchors import AnchorsOf, AnchorTable
 from stream.index.bands.tables import DEFAULT_MEMTABLE_ENTRIES, BandTables
 from stream.index.batch import calls as batch
 from stream.index.batch.data import BatchBands
-from stream.index.document import query, writes
+from stream.index.document import anchor_query, query, writes
 from stream.index.layout import TableLayout
 from stream.index.records import BAND_STAMP_KEY, IndexHit, check_config, index_config
 from stream.index.simhash.cache import BucketCache, RootFilter
@@ -186,6 +188,21 @@ class BlockIndex:
         i's answer includes the documents before it in the batch. Same answers and index as that loop.
         ``tables[i]`` restricts both calls of document i; ``once`` applies to its query."""
         return batch.query_insert_many(self._state, fingerprints, doc_ids, ts, bands, tables, payloads, once)
+
+    # -- anchors (index/anchors.py) -------------------------------------------------------------
+
+    def use_anchors(self, anchors_of: AnchorsOf, cap: int = DEFAULT_ANCHOR_CAP) -> None:
+        """Keep an anchor table from here on: built from the records there are (``anchors_of`` reads
+        a payload's anchors), then kept in step by every insert, delete and expiry."""
+        self._state.anchors = AnchorTable(anchors_of, cap)
+        self._state.restore_anchors()
+
+    def anchor_query_many(self, fingerprints: Sequence[int], payloads: Sequence[bytes],
+                          doc_ids: Sequence[str]) -> list[list[IndexHit]]:
+        """For each document, the indexed documents the anchor table proposes with it (``via="anchor"``),
+        sorted by (distance, doc_id): each one's payload read by ``anchors_of``; a document indexed
+        by this call's batch sees the ones before it, as ``query_insert_many`` does."""
+        return anchor_query.query_many(self._state, fingerprints, payloads, doc_ids)
 
     # -- the service's routing and recovery -------------------------------------------------------
 

@@ -9,16 +9,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stream.index.anchors import AnchorTable
 from stream.index.bands.tables import BandTables
 from stream.index.layout import TableLayout
 from stream.index.records import (
     HANDLE_BLOCK,
     HANDLE_KEY,
     HANDLE_NS,
+    RECORD_HEAD,
     STATS_KEY,
     RecordCodec,
     StoredDocument,
     handle_bytes,
+    record_tail,
 )
 from stream.index.simhash.arena import RootArena
 from stream.index.simhash.buckets import Bucket
@@ -80,6 +83,7 @@ class IndexState:
     policy: SplitPolicy
     handles: Handles
     root_slots: RootSlots | None
+    anchors: AnchorTable | None = None  # the anchor table, when the index keeps one (index/anchors.py)
     positions: np.ndarray = field(default_factory=lambda: np.empty(1024, dtype=np.int64))  # kernels' output
     version: int = 0  # bumped by every mutation; keys the memos below
     dirty: int = 0  # mutations since the last statistics checkpoint
@@ -123,6 +127,14 @@ class IndexState:
                 elif roots is not None:
                     roots.add_tops(t, layout.simhash[t].top_len, layout.block_values(t, columns.fingerprints[has]))
         self.cache.root_filter = roots
+
+    def restore_anchors(self) -> None:
+        """The anchor table from the payloads of every record, in handle order (one scan)."""
+        assert self.anchors is not None
+        head, add = self.codec.head, self.anchors.add
+        for key, value in self.kv.scan_prefix(HANDLE_NS):
+            payload, _ = record_tail(value, head, RECORD_HEAD.unpack_from(value)[2])
+            add(int.from_bytes(key[1:], "big"), payload)
 
     def mutated(self, count: int = 1) -> None:
         """``count`` documents changed: bump the memos' version, checkpoint now and then."""

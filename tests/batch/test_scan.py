@@ -196,3 +196,30 @@ def test_chunks_judge_as_the_document_by_document_loop(retention: float | None) 
     chunked, one = run(512), run(1)
     assert chunked == one
     assert one[1]["near_duplicate"] + one[1]["duplicate"] >= 8 and one[1]["rejected"] == 1
+
+
+def test_a_page_inside_an_archive_is_found_by_its_anchors(tmp_path: Path) -> None:
+    """No band of a 12,000-word archive is a 250-word page's that sits in its middle: the anchor table
+    proposes the pair, in one run and in the next one on the same state (the table rebuilt from the
+    index's records), and not once the archive is deleted."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+
+    def words(n: int, letter: str) -> str:
+        return " ".join(f"{letter}{i}" for i in rng.integers(0, 4000, n))
+
+    page = words(250, "p")
+    archive = " ".join([words(6000, "w"), page, words(6000, "w")])
+    state = str(tmp_path / "state")
+    first, second, third = (tmp_path / f"{name}.jsonl" for name in ("first", "second", "third"))
+    first.write_text(json.dumps({"id": "archive", "text": archive}) + "\n" + json.dumps({"id": "page", "text": page}))
+    second.write_text(json.dumps({"id": "copy", "text": page}))
+    third.write_text(json.dumps({"id": "archive", "op": "delete"}) + "\n" + json.dumps({"id": "again", "text": page}))
+    verdicts, _ = run_scan(str(first), "--state", state)
+    assert [(m["id"], m["relation"]) for m in verdicts[1]["matches"]] == [("archive", "contained")]
+    verdicts, _ = run_scan(str(second), "--state", state)
+    assert {(m["id"], m["relation"]) for m in verdicts[0]["matches"]} == {("archive", "contained"),
+                                                                          ("page", "similar")}
+    verdicts, _ = run_scan(str(third), "--state", state)
+    assert {m["id"] for m in verdicts[1]["matches"]} == {"page", "copy"}

@@ -25,6 +25,7 @@ from stream.fingerprint.sketch import (
     estimate_containment,
     estimate_jaccard,
     make_sketch,
+    sketch_anchors,
 )
 from stream.index import BlockIndex
 
@@ -283,3 +284,31 @@ def test_a_short_page_inside_a_long_archive_is_contained() -> None:
     assert ov.containment_error < 0.07  # from the sample: the b-bit bins alone give ~0.15
     assert all(m.id != "archive" for m in found["other"])
     assert overlap(fps["other"], fps["archive"]).containment < 0.5
+
+
+def test_anchors_are_the_hashes_under_one_bound_a_sketch_keeps() -> None:
+    """``sketch_anchors``: every hash below 2^32 / 16 of an exact sketch or of a sample (under the
+    sample's bound when it is lower), so two sets' common anchors are common shingles; none for a
+    b-bit sketch without a sample."""
+    bound = (1 << 32) // 16
+    for size, kept in [(400, "exact"), (3_000, "none"), (6_000, "sample"), (40_000, "lowered")]:
+        long_set = hashes(0, size)
+        h32 = np.unique((long_set >> np.uint64(32)).astype(np.uint32))
+        anchors, below = sketch_anchors(make_sketch(long_set, SPEC, 512, SAMPLE), 16)
+        if kept == "none":
+            assert len(anchors) == 0 and below == 0
+            continue
+        assert below == (bound if kept != "lowered" else int(h32[SAMPLE.most - 1]) + 1) and below <= bound
+        assert np.array_equal(anchors, h32[h32 < below])
+    short, long = (make_sketch(hashes(lo, hi), SPEC, 512, SAMPLE) for lo, hi in [(5_000, 5_300), (0, 10_000)])
+    common = np.intersect1d(sketch_anchors(short, 16)[0], sketch_anchors(long, 16)[0])
+    assert np.array_equal(common, sketch_anchors(short, 16)[0])  # all of a contained set's anchors
+
+
+@pytest.mark.parametrize(("sampled", "contained"), [(True, True), (False, False)])
+def test_a_count_on_a_hash_sample_clears_the_threshold_by_a_smaller_margin(sampled: bool, contained: bool) -> None:
+    # 0.85 with an error of 0.067 (~40 hashes tested): 0.85 - 0.5 x 0.067 = 0.817 clears 0.8, and
+    # 0.85 - 0.75 x 0.067 = 0.800 (below it by 0.0003) does not
+    ov = Overlap(0.0, 0.85, 300, 0.067, sampled)
+    assert (relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
+    assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES, margin=0.0) == CONTAINED  # a lower margin stays

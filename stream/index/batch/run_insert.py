@@ -66,6 +66,9 @@ def insert_run(state: IndexState, batch: DocumentBatch, start: int, resolved: Re
     state.kv.write_ops(WritePairs(keys, values))
     state.stats.documents += n
     state.mutated(n)
+    if state.anchors is not None:
+        for handle, payload in enumerate(batch.payloads, start):
+            state.anchors.add(handle, payload)
     _mirror(state, batch, resolved, handles)
     _mirror_splits(state, batch, resolved.below, handles)
 

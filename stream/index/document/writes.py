@@ -54,8 +54,11 @@ def insert(state: IndexState, fingerprint: int, doc_id: str, ts: float = 0.0, ba
         if old is not None and (old.fingerprint, old.ts, old.bands) == (fingerprint, ts, band_pairs):
             if used <= old.tables and old.payload == payload:  # a redelivery
                 return
-            add(state, int.from_bytes(raw_handle, "big"),
-                old._replace(tables=old.tables | used, payload=payload), used - old.tables)
+            handle = int.from_bytes(raw_handle, "big")
+            if state.anchors is not None and old.payload != payload:
+                state.anchors.remove(handle, old.payload)
+                state.anchors.add(handle, payload)
+            add(state, handle, old._replace(tables=old.tables | used, payload=payload), used - old.tables)
             return
         delete_handle(state, raw_handle, old)
     doc = StoredDocument(fingerprint, ts, used, band_pairs, doc_id, payload)
@@ -89,6 +92,8 @@ def add(state: IndexState, handle: int, doc: StoredDocument, tables: frozenset[i
     if id_key is not None:
         puts += lookup_puts(hb, doc.ts, id_key)
         state.stats.documents += 1
+        if state.anchors is not None:
+            state.anchors.add(handle, doc.payload)
     state.kv.write_ops(puts)
     state.mutated()
     big: Grown = []
@@ -182,6 +187,8 @@ def delete_handle(state: IndexState, raw_handle: bytes, doc: StoredDocument | No
     state.kv.write_ops([(key, None) for key in deletes])
     if doc is not None and doc.bands:
         map_bands(state, handle, doc.bands, doc.tables, state.band_map.remove_many)
+    if doc is not None and state.anchors is not None:
+        state.anchors.remove(handle, doc.payload)
     for table, source, leaves in touched:
         table.removed(source, leaves, handle)
     if doc is not None:
