@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "reliability": "benchmarks.reliability:command",
     "retention": "benchmarks.retention:command",
     "scale": "benchmarks.scale:command",
+    "table-store": "benchmarks.table_store:command",
     "layout": "benchmarks.layout:command",
     "repartition": "benchmarks.repartition:command",
 }

@@ -26,6 +26,14 @@ from stream.storage.kv import KVStore, WriteOp, prefix_end
 ENTRY_L0_COMPACTION = 16
 
 
+def set_level0_compaction(options: Options, files: int) -> None:
+    """Compact level 0 once it holds ``files`` files; writes slow down at 3x and stop at 4x as many
+    (RocksDB's defaults: 4, 20, 36)."""
+    options.set_level_zero_file_num_compaction_trigger(files)
+    options.set_level_zero_slowdown_writes_trigger(3 * files)
+    options.set_level_zero_stop_writes_trigger(4 * files)
+
+
 class RocksStore(KVStore):
     """``KVStore`` on RocksDB through rocksdict (raw bytes mode, one database per state partition).
 
@@ -141,9 +149,7 @@ class RocksStore(KVStore):
         # restart points costs a scan nothing and saves ~1 B/fp at 100k skewed (docs/decisions/index-storage-layout.md).
         options = cls._options(cache, restart_interval=128)
         options.set_prefix_extractor(SliceTransform.create_max_len_prefix(cls.HASH_PREFIX))
-        options.set_level_zero_file_num_compaction_trigger(ENTRY_L0_COMPACTION)
-        options.set_level_zero_slowdown_writes_trigger(3 * ENTRY_L0_COMPACTION)
-        options.set_level_zero_stop_writes_trigger(4 * ENTRY_L0_COMPACTION)
+        set_level0_compaction(options, ENTRY_L0_COMPACTION)
         return options
 
     @classmethod

@@ -1,10 +1,12 @@
 """The worker's RocksDB memory budget (``stream/service/runtime/rocks_memory.py``): every table partition database
 Faust opens for a worker shares one block cache, which also holds the index and filter blocks, and
-one memtable limit, whatever the number of partitions."""
+one memtable limit, whatever the number of partitions. And each table's level-0 compaction trigger
+(``TABLE_LEVEL0_FILES``)."""
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,3 +85,32 @@ def test_the_index_and_filter_blocks_of_table_files_live_in_the_cache(tmp_path: 
     assert prop(db, "num-files-at-level0") + prop(db, "num-files-at-level1") >= 1
     assert prop(db, "estimate-table-readers-mem") < 64 << 10
     db.close()
+
+
+def settled(db: Any, timeout: float = 30.0) -> None:
+    """Wait until RocksDB has no compaction running or pending."""
+    deadline = time.monotonic() + timeout
+    while prop(db, "compaction-pending") or prop(db, "num-running-compactions"):
+        assert time.monotonic() < deadline, "compactions still running"
+        time.sleep(0.05)
+
+
+def test_a_block_table_partition_compacts_level0_from_16_files_not_4(tmp_path: Path) -> None:
+    # each compaction from level 0 rewrites the level below: the block table's random entry keys span it
+    memory = RocksMemory(cache_bytes=16 * MiB, write_buffer_bytes=64 * MiB)
+    blocks = open_partition(tmp_path / "blocks-0", "blocks", memory)
+    gather = open_partition(tmp_path / "gather-0", "gather_state", memory)  # RocksDB's default
+    for db in (blocks, gather):
+        for round_ in range(8):
+            fill(db, 2_000, 64, round_)
+            db.flush()
+        settled(db)
+    assert prop(blocks, "num-files-at-level0") == 8
+    assert prop(gather, "num-files-at-level0") < 4
+    for round_ in range(8, 16):
+        fill(blocks, 2_000, 64, round_)
+        blocks.flush()
+    settled(blocks)
+    assert prop(blocks, "num-files-at-level0") < 16  # the 16th file started a compaction
+    for db in (blocks, gather):
+        db.close()

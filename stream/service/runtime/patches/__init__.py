@@ -10,8 +10,8 @@ it was checked against.
   (``Recovery._build_offsets``);
 - ``fetch_wait``: the consumer's fetch wait Faust hard-codes (``AIOKafkaConsumer.__init__``);
 - ``direct_delivery``: a record handed to the streams without four tasks (``Consumer.wait_first``);
-- ``table_memory``: every table database shares the worker's RocksDB block cache and memtable limit
-  (``RocksDBOptions.as_options``);
+- ``table_memory``: every table database shares the worker's RocksDB block cache and memtable limit,
+  and takes its table's level-0 compaction trigger (``RocksDBOptions.as_options``);
 - ``internals``: private reads (``Store._db_for_partition``, ``Store.offset_key``,
   ``Consumer._committed_offset``, the streams' buffers and unacknowledged records).
 
@@ -45,7 +45,7 @@ from stream.service.runtime.patches.internals import (  # noqa: E402
     partition_db,
 )
 from stream.service.runtime.patches.offset_gaps import known_ends, request_seek  # noqa: E402
-from stream.service.runtime.patches.table_memory import MEMORY_OPTION  # noqa: E402
+from stream.service.runtime.patches.table_memory import LEVEL0_OPTION, MEMORY_OPTION  # noqa: E402
 
 MODULES = (offset_gaps, recovery_bounds, data_loss_check, fetch_wait, direct_delivery, table_memory, internals)
 
@@ -62,5 +62,5 @@ def install_patches(fetch_max_wait_ms: int, recovery_conf: dict[str, Any],
     table_memory.install_table_memory()
 
 
-__all__ = ["FAUST_OFFSET_KEY", "MEMORY_OPTION", "MODULES", "SUPPORTED", "check_versions", "committed_offsets",
-           "held_offsets", "install_patches", "known_ends", "partition_db", "request_seek"]
+__all__ = ["FAUST_OFFSET_KEY", "LEVEL0_OPTION", "MEMORY_OPTION", "MODULES", "SUPPORTED", "check_versions",
+           "committed_offsets", "held_offsets", "install_patches", "known_ends", "partition_db", "request_seek"]
