@@ -58,6 +58,13 @@ def stamp(fig: Any, peers: dict[str, str] | None = None) -> None:
     fig.text(0.01, 0.005, text, fontsize=7, color="dimgray", ha="left", va="bottom")
 
 
+def save_figure(fig: Any, path: Any, dpi: int = 110) -> None:
+    """Stamp ``fig`` (``stamp``), leave room for the footer and write it to ``path``."""
+    stamp(fig)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=dpi)
+
+
 def pyplot() -> Any:
     import matplotlib
 

@@ -111,7 +111,7 @@ def backlog(run: Run) -> dict[str, Any]:
 
 def backlog_chart(result: dict[str, Any], path: Path) -> None:
     """The worker's RSS against the ids judged so far (the backlog scenario's samples)."""
-    from benchmarks.common import pyplot, stamp
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
     samples = result["rss_samples"]
@@ -124,7 +124,5 @@ def backlog_chart(result: dict[str, Any], path: Path) -> None:
                  fontsize=9)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    stamp(fig)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)

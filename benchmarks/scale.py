@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from benchmarks.common import commit, pyplot, save_json, stamp
+from benchmarks.common import commit, pyplot, save_figure, save_json
 from stream.index import BlockIndex
 
 K, BANDS = 3, 24
@@ -171,9 +171,7 @@ def plot(steps: list[Step], out: Path) -> None:
     memory.set_ylim(bottom=0)
     memory.legend()
     fig.suptitle(f"one index partition, k={K}, {BANDS} band tables, uniform + near copies")
-    stamp(fig)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out)
 
 
 @click.command("scale")

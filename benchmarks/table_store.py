@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from benchmarks.common import commit, pyplot, save_json, stamp
+from benchmarks.common import commit, pyplot, save_figure, save_json
 from benchmarks.scale import BANDS, K, StreamMaker, _disk_bytes, _rocksdb_cpu_s, _rss_mib
 
 VARIANTS = ("faust", "worker")
@@ -130,9 +130,7 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     fig.suptitle("one block-table partition as the worker opens it (Faust's RocksDB store)")
-    stamp(fig)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out)
 
 
 @click.command("table-store")
