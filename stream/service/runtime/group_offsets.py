@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stream.service.runtime.ledger import TP
 from stream.service.settings import Settings
-
-TP = tuple[str, int]
 
 
 def reading_starts(settings: Settings, tps: Sequence[TP]) -> dict[TP, int]:

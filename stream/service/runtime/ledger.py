@@ -183,8 +183,9 @@ class InputLedger:
         """Seeks for partitions that stopped delivering. ``ends``: per assigned partition, an offset
         up to which records are known to exist (the fetch loop's read offset + 1, the broker's high
         watermark); ``fetched``: the fetch loop's read offset + 1 alone (default: ``ends``);
-        ``committed``: the group's committed offsets, where reading starts for a partition that has
-        delivered nothing since its assignment (its whole backlog can be lost that way); ``held``:
+        ``committed``: the group's committed offsets, the position of a partition with nothing
+        processed since its assignment when neither a stored position nor the broker's start is
+        known (its whole backlog can be lost that way); ``held``:
         the highest offset handed to the streams and not yet acknowledged (a partition with one at or
         past its position is waiting its turn in the stream's buffer, not lost). Called on a timer: a
         lost tail leaves the partition silent, not gapped."""
