@@ -50,7 +50,7 @@ def state_of(docs: list[StoredDocument], partitions: int) -> list[dict[bytes, by
         first.sources[source_key((doc.ts, doc.doc_id))] = b"documents:0:%d" % int(doc.ts)
         first.versions[VERSION_KEY + doc.doc_id.encode()] = dumps([doc.ts, doc.ts, 0, int(doc.ts)])
     out = []
-    for _, items in block_partitions(first, partitions):
+    for _, items in block_partitions(first, routed(first, partitions)):
         out.append({**dict(items), LEDGER + b"t-probe": b"\0" * 8})
     return out
 
@@ -75,8 +75,8 @@ def test_new_partitions_find_what_the_old_ones_found() -> None:
         state.add_partition(items)
     assert sorted(state.ids) == sorted(d.doc_id for d in docs) and all(state.masks)
     assert len(state.sources) == len(docs)
-    new = [dict(items) for _, items in block_partitions(state, 5)]
-    reference = hits_by_doc([dict(items) for _, items in block_partitions(state, 1)], docs)
+    new = [dict(items) for _, items in block_partitions(state, routed(state, 5))]
+    reference = hits_by_doc([dict(items) for _, items in block_partitions(state, routed(state, 1))], docs)
     assert any(reference.values())  # the fixture has near copies
     assert hits_by_doc(new, docs) == reference == hits_by_doc(old, docs)
     for items in new:  # every partition: the settings, every id's version, no input position of the old topics

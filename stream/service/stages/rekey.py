@@ -236,11 +236,9 @@ def block_partition(state: BlockState, documents: list[tuple[int, tuple[int, ...
     yield from state.versions.items()
 
 
-def block_partitions(state: BlockState, partitions: int | Routed
-                     ) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
-    """Every new block-table partition's changelog (of ``partitions`` new ones, or as ``routed`` them), one
-    partition at a time (one index in memory)."""
-    documents = routed(state, partitions) if isinstance(partitions, int) else partitions
+def block_partitions(state: BlockState, documents: Routed) -> Iterator[tuple[int, Iterator[tuple[bytes, bytes]]]]:
+    """Every new block-table partition's changelog, its documents as ``routed`` them, one partition at a
+    time (one index in memory)."""
     for partition, rows in enumerate(documents):
         yield partition, block_partition(state, rows)
 
