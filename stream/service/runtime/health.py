@@ -91,6 +91,12 @@ class Health:
         self._stop.set()
 
 
+class HealthServer(ThreadingHTTPServer):
+    # http.server listens with a backlog of 5: the sixth client of a burst (a scraper and health checks at
+    # once) waits for its SYN retry, a second later
+    request_queue_size = 128
+
+
 def serve(health: Health, host: str, port: int, token: str | None = None) -> ThreadingHTTPServer:
     """``/health``, ``/ready`` and ``/metrics`` (Prometheus) on ``host:port``, in a daemon thread; with
     ``token``, only for requests that carry it as a bearer token. A port in use is a ``UsageError``."""
@@ -133,7 +139,7 @@ def serve(health: Health, host: str, port: int, token: str | None = None) -> Thr
             """Probes come every few seconds: no access log."""
 
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = HealthServer((host, port), Handler)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise UsageError(f"metrics port {host}:{port} is already in use (pick another --metrics-port / "
