@@ -11,11 +11,13 @@ from rocksdict import (
     Cache,
     ColumnFamily,
     CompactOptions,
+    DBCompactionStyle,
     DBCompressionType,
     Options,
     Rdict,
     ReadOptions,
     SliceTransform,
+    UniversalCompactOptions,
     WriteBatch,
     WriteOptions,
 )
@@ -77,7 +79,10 @@ class RocksStore(KVStore):
       and as one file that level was rewritten whole by every compaction (~10 times per key by 7M
       documents). In small files a compaction rewrites only the files its new keys fall in: for the
       expiry keys, which grow with event time, the last one; for doc ids, few when they arrive in
-      key order (sequence numbers, one site's URLs), all when they are random.
+      key order (sequence numbers, one site's URLs), all when they are random;
+    - doc ids are compacted in RocksDB's universal style (sorted runs merged by size, each key
+      rewritten ~log2(N) times rather than once per compaction): random ids (UUIDs) overlap every
+      file of a level, and leveled compaction rewrote the whole family each time.
       Figures: docs/decisions/index-rocksdb-background-cpu.md.
     """
 
@@ -178,6 +183,8 @@ class RocksStore(KVStore):
     def _id_options(cls, cache: Cache) -> Options:
         options = cls._options(cache, cls.ID_BLOOM_BITS)
         options.set_target_file_size_base(SMALL_FAMILY_FILE_BYTES)
+        options.set_compaction_style(DBCompactionStyle.universal())
+        options.set_universal_compaction_options(UniversalCompactOptions())  # RocksDB's defaults
         options.set_memtable_whole_key_filtering(True)
         options.set_memtable_prefix_bloom_ratio(0.02)
         return options

@@ -273,8 +273,9 @@ def test_expiry_keys_rewrite_only_the_last_file_they_compact_into(tmp_path: Path
     store.close()
 
 
-def test_doc_ids_are_compacted_into_files_of_2_mib(tmp_path: Path) -> None:
-    """Doc ids that arrive in key order (sequence numbers, one site's URLs) then rewrite few files."""
+def test_doc_ids_compact_in_universal_style_and_small_files(tmp_path: Path) -> None:
+    """Random doc ids span every file of a level: sorted runs merged by size rewrite each ~log N times;
+    ids in key order (sequence numbers, one site's URLs) rewrite few 2 MiB files."""
     path = tmp_path / "db"
     RocksStore(str(path)).close()
     sections: dict[str, dict[str, str]] = {}
@@ -286,6 +287,8 @@ def test_doc_ids_are_compacted_into_files_of_2_mib(tmp_path: Path) -> None:
         elif "=" in line:
             key, value = line.split("=", 1)
             section[key] = value
+    assert sections['[CFOptions "ids"]']["compaction_style"] == "kCompactionStyleUniversal"
+    assert sections['[CFOptions "default"]']["compaction_style"] == "kCompactionStyleLevel"
     assert sections['[CFOptions "ids"]']["target_file_size_base"] == str(2 << 20)
     assert sections['[CFOptions "default"]']["target_file_size_base"] == str(2 << 20)
     assert sections['[CFOptions "entries"]']["target_file_size_base"] == str(64 << 20)
