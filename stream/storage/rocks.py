@@ -11,11 +11,13 @@ from rocksdict import (
     Cache,
     ColumnFamily,
     CompactOptions,
+    DBCompactionStyle,
     DBCompressionType,
     Options,
     Rdict,
     ReadOptions,
     SliceTransform,
+    UniversalCompactOptions,
     WriteBatch,
     WriteOptions,
 )
@@ -24,6 +26,8 @@ from stream.storage.kv import KVStore, WriteOp, prefix_end
 
 # Level-0 files of the entry family that start a compaction (RocksDB's default: 4); see RocksStore.
 ENTRY_L0_COMPACTION = 16
+# Largest file a compaction writes in the doc-id and default families (RocksDB's default: 64 MiB); see RocksStore.
+SMALL_FAMILY_FILE_BYTES = 2 << 20
 
 
 def set_level0_compaction(options: Options, files: int) -> None:
@@ -69,7 +73,17 @@ class RocksStore(KVStore):
     - expiry keys and metadata stay in the default family; ``expire`` scans the expiry keys in order.
       The families are written by one atomic batch and flushed together (``atomic_flush``). A
       database created without the id or the record family keeps those keys in the default one and
-      still opens.
+      still opens;
+    - the doc-id and default families are written in files of at most 2 MiB, not RocksDB's 64 MiB:
+      they stay far below the 256 MiB level base, so level 0 compacts straight into the last level,
+      and as one file that level was rewritten whole by every compaction (~10 times per key by 7M
+      documents). In small files a compaction rewrites only the files its new keys fall in: for the
+      expiry keys, which grow with event time, the last one; for doc ids, few when they arrive in
+      key order (sequence numbers, one site's URLs), all when they are random;
+    - doc ids are compacted in RocksDB's universal style (sorted runs merged by size, each key
+      rewritten ~log2(N) times rather than once per compaction): random ids (UUIDs) overlap every
+      file of a level, and leveled compaction rewrote the whole family each time.
+      Figures: docs/decisions/index-rocksdb-background-cpu.md.
     """
 
     # The block index's key namespaces (stream/index/records.py; tests/storage/test_store.py checks they agree)
@@ -85,7 +99,7 @@ class RocksStore(KVStore):
     def __init__(self, path: str, *, wal: bool = True, block_cache_bytes: int = 64 << 20) -> None:
         self.path = path
         cache = Cache(block_cache_bytes)
-        options = self._options(cache)
+        options = self._default_options(cache)
         options.create_missing_column_families(True)
         options.set_atomic_flush(True)
         # one writer: no concurrent memtable writes
@@ -144,6 +158,12 @@ class RocksStore(KVStore):
         return options
 
     @classmethod
+    def _default_options(cls, cache: Cache) -> Options:
+        options = cls._options(cache)
+        options.set_target_file_size_base(SMALL_FAMILY_FILE_BYTES)
+        return options
+
+    @classmethod
     def _entry_options(cls, cache: Cache) -> Options:
         # Entries are only scanned, never looked up by key: a longer run of delta-encoded keys between
         # restart points costs a scan nothing and saves ~1 B/fp at 100k skewed (docs/decisions/index-storage-layout.md).
@@ -162,6 +182,9 @@ class RocksStore(KVStore):
     @classmethod
     def _id_options(cls, cache: Cache) -> Options:
         options = cls._options(cache, cls.ID_BLOOM_BITS)
+        options.set_target_file_size_base(SMALL_FAMILY_FILE_BYTES)
+        options.set_compaction_style(DBCompactionStyle.universal())
+        options.set_universal_compaction_options(UniversalCompactOptions())  # RocksDB's defaults
         options.set_memtable_whole_key_filtering(True)
         options.set_memtable_prefix_bloom_ratio(0.02)
         return options

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -227,3 +229,66 @@ def test_rocks_families_are_cut_at_the_index_namespaces() -> None:
 
     assert (RocksStore.HASHED_BELOW, RocksStore.RECORDS_FROM, RocksStore.IDS_FROM, RocksStore.IDS_UNTIL) == (
         HANDLE_NS, HANDLE_NS, DOC_NS, EXPIRY_NS)
+
+
+
+def _bottom_files(store: RocksStore) -> list[tuple[bytes, str]]:
+    """(first key, name) of the default family's files in the last level, in key order."""
+    files = [f for f in store._db.live_files() if f["start_key"][:1] in (b"\xfe", b"\xff")]
+    bottom = max(f["level"] for f in files)
+    return sorted((f["start_key"], f["name"]) for f in files if f["level"] == bottom)
+
+
+def _settle(store: RocksStore, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(store._db.property_int_value(f"rocksdb.{name}") for name in ("compaction-pending",
+                                                                            "num-running-compactions")):
+        assert time.monotonic() < deadline, "compactions still running"
+        time.sleep(0.05)
+
+
+def test_expiry_keys_rewrite_only_the_last_file_they_compact_into(tmp_path: Path) -> None:
+    """The default family (expiry keys, metadata) sits below RocksDB's level base, so level 0 compacts
+    into the last level; in files of 2 MiB (not 64) a compaction rewrites the files its keys fall in:
+    for expiry keys, which grow in order, the last one (with the metadata), not the whole family."""
+    store = RocksStore(str(tmp_path / "db"))
+    rng = random.Random(5)
+
+    def fill(start: int) -> None:  # four flushes of 1.6 MB: level 0 compacts at the fourth file
+        for flush in range(4):
+            first = start + 4_000 * flush
+            # like the index: every flushed file also holds the metadata (stats), at the top of the keys
+            store.write_ops([(b"\xfe" + n.to_bytes(8, "big"), rng.randbytes(400)) for n in range(first, first + 4_000)]
+                            + [(b"\xffstats", str(first).encode())])
+            store.flush()
+        _settle(store)
+
+    fill(0)
+    old = _bottom_files(store)
+    assert len(old) >= 3  # 6.4 MB in files of at most 2 MiB
+    fill(16_000)  # every new expiry key is above the old ones
+    new = _bottom_files(store)
+    assert len(new) > len(old)
+    assert {name for _, name in old[:-1]} <= {name for _, name in new}
+    store.close()
+
+
+def test_doc_ids_compact_in_universal_style_and_small_files(tmp_path: Path) -> None:
+    """Random doc ids span every file of a level: sorted runs merged by size rewrite each ~log N times;
+    ids in key order (sequence numbers, one site's URLs) rewrite few 2 MiB files."""
+    path = tmp_path / "db"
+    RocksStore(str(path)).close()
+    sections: dict[str, dict[str, str]] = {}
+    latest = max(path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    for line in latest.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = sections.setdefault(line, {})
+        elif "=" in line:
+            key, value = line.split("=", 1)
+            section[key] = value
+    assert sections['[CFOptions "ids"]']["compaction_style"] == "kCompactionStyleUniversal"
+    assert sections['[CFOptions "default"]']["compaction_style"] == "kCompactionStyleLevel"
+    assert sections['[CFOptions "ids"]']["target_file_size_base"] == str(2 << 20)
+    assert sections['[CFOptions "default"]']["target_file_size_base"] == str(2 << 20)
+    assert sections['[CFOptions "entries"]']["target_file_size_base"] == str(64 << 20)
