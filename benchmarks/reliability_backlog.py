@@ -1,6 +1,8 @@
 """``python -m benchmarks reliability`` backlog scenario: ``backlog_docs`` documents published before one worker
-starts. What it reports: verdict records per id (at most 2 without faults), the ledger's false stalls
-and re-reads (none), and the worker's RSS over time (the last 40% of the documents should add < 10%)."""
+starts, from ``tang.clause_stream`` (its candidates per document stay flat however long the stream, so the
+worker's CPU per document does too). What it reports: verdict records per id (at most 2 without faults),
+the ledger's false stalls and re-reads (none), and the worker's RSS over time (the last 40% of the
+documents should add < 10%)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reliability_run import Run, encode
+from benchmarks.tang import clause_stream
 from stream.service.stages.gather import REVISION_INTERVAL
 from tests.harness import VerdictWatch, accounted, publish, raw_values, settled_table
 
@@ -69,7 +72,7 @@ def most_revised(per_id: dict[bytes | None, list[dict[str, Any]]], top: int = 5)
 
 def backlog(run: Run) -> dict[str, Any]:
     n = run.scale.backlog_docs
-    docs = run.docs(n)
+    docs = clause_stream(run.poems, n)
     ids = [doc["id"] for doc in docs]
     with run.deployment("backlog") as d:
         publish(d, [encode(doc) for doc in docs])
