@@ -18,8 +18,8 @@ For each: input records, verdicts, dead letters, superseded, unaccounted (the go
 final verdict table (verdict, canonical and match ids per id) equals the uninterrupted answer: the
 single-process ``reference`` on the same documents (the integration tests check that one worker without
 a fault gives exactly that). Documents are the 20,000 Tang poems of ../shared/corpora with event times
-0, 1, 2, ... (tang.py: beyond 20,000, each a poem followed by another; for the backlog, the poems' clauses
-in an order of each round's own). Results:
+0, 1, 2, ... (tang.py: beyond 20,000, each a poem followed by another; for the backlog, the poems again
+with a character substitution of each round's own). Results:
 bench-results/reliability[-small].json; worker logs stay in the printed temp directory.
 """
 

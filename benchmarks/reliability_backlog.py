@@ -1,5 +1,5 @@
 """``python -m benchmarks reliability`` backlog scenario: ``backlog_docs`` documents published before one worker
-starts, from ``tang.clause_stream`` (its candidates per document stay flat however long the stream, so the
+starts, from ``tang.cipher_stream`` (its candidates per document stay flat however long the stream, so the
 worker's CPU per document does too). What it reports: verdict records per id (at most 2 without faults),
 the ledger's false stalls and re-reads (none), and the worker's RSS over time (the last 40% of the
 documents should add < 10%)."""
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reliability_run import Run, encode
-from benchmarks.tang import clause_stream
+from benchmarks.tang import cipher_stream
 from stream.service.stages.gather import REVISION_INTERVAL
 from tests.harness import Deployment, VerdictWatch, accounted, publish, raw_values, settled_table
 
@@ -72,7 +72,7 @@ def most_revised(per_id: dict[bytes | None, list[dict[str, Any]]], top: int = 5)
 
 def backlog(run: Run) -> dict[str, Any]:
     n = run.scale.backlog_docs
-    docs = clause_stream(run.poems, n)
+    docs = cipher_stream(run.poems, n)
     ids = [doc["id"] for doc in docs]
     with run.deployment("backlog") as d:
         publish(d, [encode(doc) for doc in docs])
@@ -84,10 +84,16 @@ def backlog(run: Run) -> dict[str, Any]:
                                    stop_after=run.scale.backlog_seconds)
         watch.close()
         judged = samples[-1][1]
+        # the memory figures before the accounting, which takes minutes on a long backlog
+        (d.tmp / "rss_samples.json").write_text(json.dumps(samples))
+        figures = memory_figures(samples)
+        mib = {key: round(figures[key] / 2**20) for key in ("rss_at_60_percent", "rss_last", "rss_peak")}
+        run.echo(f"  {judged:,} judged in {samples[-1][0]:.0f} s: RSS MiB {mib}, worker CPU "
+                 f"{figures['worker_cpu_ms_per_document']} ms per document")
         if judged < len(set(ids)):  # stopped by backlog_seconds: the memory figures, no final accounting
             run.echo(f"  stopped after {samples[-1][0]:.0f} s with {judged:,} of {len(set(ids)):,} ids judged")
             return {"documents": n, "stopped_after_s": samples[-1][0], "ids_judged": judged,
-                    **stalls_and_gaps(d), **memory_figures(samples)}
+                    **stalls_and_gaps(d), **figures}
         # the held revisions too: a backlog's go out a revision interval after the worker caught up
         settled_table(d, ids, run.scale.timeout, settle=2 * REVISION_INTERVAL + 5)
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
@@ -99,7 +105,7 @@ def backlog(run: Run) -> dict[str, Any]:
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
             "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
             "ids_by_verdict_records": dict(sorted(Counter(map(len, per_id.values())).items())),
-            "most_revised": most_revised(per_id), **found, **memory_figures(samples)}
+            "most_revised": most_revised(per_id), **found, **figures}
 
 
 def stalls_and_gaps(d: Deployment) -> dict[str, int]:
