@@ -1,6 +1,8 @@
 """``python -m benchmarks reliability`` backlog scenario: ``backlog_docs`` documents published before one worker
-starts. What it reports: verdict records per id (at most 2 without faults), the ledger's false stalls
-and re-reads (none), and the worker's RSS over time (the last 40% of the documents should add < 10%)."""
+starts, from ``tang.cipher_stream`` (its candidates per document stay flat however long the stream, so the
+worker's CPU per document does too). What it reports: verdict records per id (at most 2 without faults),
+the ledger's false stalls and re-reads (none), and the worker's RSS over time (the last 40% of the
+documents should add < 10%)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reliability_run import Run, encode
+from benchmarks.tang import cipher_stream
 from stream.service.stages.gather import REVISION_INTERVAL
-from tests.harness import VerdictWatch, accounted, publish, raw_values, settled_table
+from tests.harness import Deployment, VerdictWatch, accounted, publish, raw_values, settled_table
 
 
 def rss_bytes(pid: int) -> int:
@@ -42,16 +45,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0
-                     ) -> list[tuple[float, int, int, float]]:
-    """Wait until ``ids`` ids have a verdict; (seconds, ids with a verdict, RSS bytes, worker CPU
-    seconds) every ``every`` s."""
+def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0,
+                     stop_after: float | None = None) -> list[tuple[float, int, int, float]]:
+    """Wait until ``ids`` ids have a verdict, or ``stop_after`` s have passed; (seconds, ids with a
+    verdict, RSS bytes, worker CPU seconds) every ``every`` s."""
     started = time.monotonic()
     samples: list[tuple[float, int, int, float]] = []
     while True:
         judged = watch.count()
         samples.append((round(time.monotonic() - started, 1), judged, rss_bytes(pid), round(cpu_seconds(pid), 1)))
-        if judged >= ids:
+        if judged >= ids or (stop_after is not None and time.monotonic() - started > stop_after):
             return samples
         if time.monotonic() - started > timeout:
             raise AssertionError(f"{judged}/{ids} ids with a verdict after {timeout:.0f} s")
@@ -69,7 +72,7 @@ def most_revised(per_id: dict[bytes | None, list[dict[str, Any]]], top: int = 5)
 
 def backlog(run: Run) -> dict[str, Any]:
     n = run.scale.backlog_docs
-    docs = run.docs(n)
+    docs = cipher_stream(run.poems, n)
     ids = [doc["id"] for doc in docs]
     with run.deployment("backlog") as d:
         publish(d, [encode(doc) for doc in docs])
@@ -77,36 +80,59 @@ def backlog(run: Run) -> dict[str, Any]:
         # the default revision interval (the harness's 1 s is for tests that read a final table at once)
         worker = d.start_worker("w", env={**run.worker_env, "DEDUP_REVISION_INTERVAL": f"{REVISION_INTERVAL:g}s"})
         watch = VerdictWatch(d)
-        samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20))
+        samples = judge_and_sample(worker.pid, watch, len(set(ids)), max(run.scale.timeout, n / 20),
+                                   stop_after=run.scale.backlog_seconds)
         watch.close()
+        judged = samples[-1][1]
+        # the memory figures before the accounting, which takes minutes on a long backlog
+        (d.tmp / "rss_samples.json").write_text(json.dumps(samples))
+        figures = memory_figures(samples)
+        mib = {key: round(figures[key] / 2**20) for key in ("rss_at_60_percent", "rss_last", "rss_peak")}
+        run.echo(f"  {judged:,} judged in {samples[-1][0]:.0f} s: RSS MiB {mib}, worker CPU "
+                 f"{figures['worker_cpu_ms_per_document']} ms per document")
+        if judged < len(set(ids)):  # stopped by backlog_seconds: the memory figures, no final accounting
+            run.echo(f"  stopped after {samples[-1][0]:.0f} s with {judged:,} of {len(set(ids)):,} ids judged")
+            return {"documents": n, "stopped_after_s": samples[-1][0], "ids_judged": judged,
+                    **stalls_and_gaps(d), **figures}
         # the held revisions too: a backlog's go out a revision interval after the worker caught up
         settled_table(d, ids, run.scale.timeout, settle=2 * REVISION_INTERVAL + 5)
         records = [(k, json.loads(v)) for k, v in raw_values(d, d.verdicts) if v is not None]
         counts = accounted(d, n, read_timeout=max(60.0, n / 500))
-        reread = rereads(d.metrics_ports["w"])
-        log = (d.tmp / "w.log").read_text(errors="replace")
+        found = stalls_and_gaps(d)
     per_id: dict[bytes | None, list[dict[str, Any]]] = {}
     for key, body in records:
         per_id.setdefault(key, []).append(body)
-    at_60 = next((rss for _, judged, rss, _ in samples if judged >= 0.6 * len(set(ids))), None)
-    last = samples[-1][2] if samples else None
-    # single samples carry the memtables' flush sawtooth (tens of MiB): the high-water marks too
-    upto_60 = next((i for i, sample in enumerate(samples) if sample[1] >= 0.6 * len(set(ids))), len(samples) - 1)
-    peak_60 = max((sample[2] for sample in samples[:upto_60 + 1]), default=None)  # the sample at 60% included
-    peak = max((rss for _, _, rss, _ in samples), default=None)
     return {**counts, "documents": n, "verdict_records_per_id": round(len(records) / max(1, len(set(ids))), 3),
             "most_verdict_records_for_an_id": max(map(len, per_id.values()), default=0),
             "ids_by_verdict_records": dict(sorted(Counter(map(len, per_id.values())).items())),
-            "most_revised": most_revised(per_id),
-            "false_stalls": max(log.count("nothing was delivered"), reread.get("stall", 0)),
-            "gaps": max(log.count("were skipped before"), reread.get("gap", 0)),
-            "rss_at_60_percent": at_60, "rss_last": last,
-            "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 and last else None,
+            "most_revised": most_revised(per_id), **found, **figures}
+
+
+def stalls_and_gaps(d: Deployment) -> dict[str, int]:
+    """The ledger's false stalls and gaps: from worker w's log and its /metrics."""
+    reread = rereads(d.metrics_ports["w"])
+    log = (d.tmp / "w.log").read_text(errors="replace")
+    return {"false_stalls": max(log.count("nothing was delivered"), reread.get("stall", 0)),
+            "gaps": max(log.count("were skipped before"), reread.get("gap", 0))}
+
+
+def memory_figures(samples: list[tuple[float, int, int, float]]) -> dict[str, Any]:
+    """RSS at 60% of the ids judged and at the end, the high-water marks up to 60% and overall, the
+    worker's CPU per document over the whole run, and the samples themselves."""
+    judged = samples[-1][1]
+    at_60 = next((rss for _, count, rss, _ in samples if count >= 0.6 * judged), None)
+    last = samples[-1][2]
+    # single samples carry the memtables' flush sawtooth (tens of MiB): the high-water marks too
+    upto_60 = next((i for i, sample in enumerate(samples) if sample[1] >= 0.6 * judged), len(samples) - 1)
+    peak_60 = max(sample[2] for sample in samples[:upto_60 + 1])  # the sample at 60% included
+    peak = max(rss for _, _, rss, _ in samples)
+    return {"rss_at_60_percent": at_60, "rss_last": last,
+            "rss_growth_last_40_percent": round(last / at_60 - 1, 3) if at_60 else None,
             "rss_peak_to_60_percent": peak_60, "rss_peak": peak,
-            "rss_peak_growth_last_40_percent": round(peak / peak_60 - 1, 3) if peak and peak_60 else None,
-            "worker_cpu_seconds": samples[-1][3] if samples else None,
-            "worker_cpu_ms_per_document": round(1000 * samples[-1][3] / n, 3) if samples else None,
-            "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0] if samples else None}
+            "rss_peak_growth_last_40_percent": round(peak / peak_60 - 1, 3),
+            "worker_cpu_seconds": samples[-1][3],
+            "worker_cpu_ms_per_document": round(1000 * samples[-1][3] / max(1, judged), 3),
+            "rss_samples": samples, "seconds_to_last_verdict": samples[-1][0]}
 
 
 def backlog_chart(result: dict[str, Any], path: Path) -> None:
@@ -119,9 +145,18 @@ def backlog_chart(result: dict[str, Any], path: Path) -> None:
     ax.plot([s[1] for s in samples], [s[2] / 2**20 for s in samples], marker=".")
     ax.set_xlabel("ids with a verdict")
     ax.set_ylabel("worker RSS (MiB)")
+    # the worker's CPU per document between samples a minute apart (after its first verdict: warm-up and
+    # group join before it): flat when its candidates per document are
+    minutes = zip(samples[::6], samples[6::6], strict=False)
+    cpu = [(b[1], 1000 * (b[3] - a[3]) / (b[1] - a[1])) for a, b in minutes if 0 < a[1] < b[1]]
+    twin = ax.twinx()
+    twin.plot([c[0] for c in cpu], [c[1] for c in cpu], color="tab:orange", alpha=0.7)
+    twin.set_ylabel("worker CPU ms per document (per minute)", color="tab:orange")
+    twin.set_ylim(bottom=0)
+    how = (f"stopped after {result['stopped_after_s']:.0f} s" if "stopped_after_s" in result
+           else f"{result['verdict_records_per_id']} verdict records per id")
     ax.set_title(f"backlog of {result['documents']:,} documents: RSS of one worker "
-                 f"({result['false_stalls']} false stalls, {result['verdict_records_per_id']} verdict records per id)",
-                 fontsize=9)
+                 f"({result['false_stalls']} false stalls, {how})", fontsize=9)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     save_figure(fig, path, dpi=100)

@@ -35,6 +35,7 @@ class Scale:
     two_key_ids: int = 300  # ids sent twice, the older version under another key
     outage_seconds: float = 240.0  # the broker SIGSTOPped this long: within the default task_timeout (5 min)
     backlog_docs: int = 250_000  # published before the worker starts
+    backlog_seconds: float | None = None  # judging stops after this long (a memory figure within a time budget)
 
 
 SIZES = {

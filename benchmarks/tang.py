@@ -5,6 +5,7 @@ any length built from them."""
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import click
@@ -40,6 +41,31 @@ def poem_stream(poems: list[dict[str, Any]], n: int, step: float = 1.0, start: f
         if r:
             other = poems[(j * 7919 + r * 104_729) % len(poems)]
             doc.update(id=f"{base['id']}~{r}", text=f"{base['text']}\n{other['text']}")
+        doc["ts"] = start + i * step
+        out.append(doc)
+    return out
+
+
+def cipher_stream(poems: list[dict[str, Any]], n: int, step: float = 1.0, start: float = 0.0
+                  ) -> list[dict[str, Any]]:
+    """``n`` documents with event times ``start + i * step``: the poems as they are, then (beyond the
+    corpus) round r of them again (ids ``<id>~r``) with each character replaced by round r's own
+    permutation of the corpus's characters (punctuation and whitespace kept). Each round keeps the
+    corpus's lengths, character frequencies and near-duplicate pairs, and shares almost no character
+    5-gram with the earlier rounds, so a document's candidates do not grow with the stream. Reused
+    real clauses (``poem_stream``'s poems, or shuffled ones) do not do that: one shared 5-gram makes a
+    band collision in a short text often enough that candidates grow with every round."""
+    alphabet = sorted({c for poem in poems for c in poem["text"] if c.isalnum()})
+    out = []
+    table: dict[int, str] = {}
+    for i in range(n):
+        r, j = divmod(i, len(poems))
+        doc = dict(poems[j])
+        if r:
+            if j == 0:
+                shuffled = random.Random(r).sample(alphabet, len(alphabet))
+                table = str.maketrans(dict(zip(alphabet, shuffled, strict=True)))
+            doc.update(id=f"{doc['id']}~{r}", text=doc["text"].translate(table))
         doc["ts"] = start + i * step
         out.append(doc)
     return out

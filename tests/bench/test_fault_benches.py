@@ -4,12 +4,13 @@ what they claim to."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 import pytest
 
 from benchmarks.poison import KINDS, bad_messages, kind_of
 from benchmarks.retention import copies_found, retention_stream, rule_check
+from benchmarks.tang import cipher_stream
 from stream.errors import DocumentError
 from stream.fingerprint import parse_document
 from tests.harness import compare, demo_docs
@@ -63,3 +64,36 @@ def test_compare_names_missing_and_differing_ids() -> None:
     expected = {"a": ("unique", None, ()), "b": ("near_duplicate", "a", ("a",)), "c": ("unique", None, ())}
     result = compare(table, expected)
     assert not result["equal"] and result["missing"] == 1 and result["differing"] == 1
+
+
+def _grams(text: str) -> set[str]:
+    compact = "".join(text.split())
+    return {compact[i:i + 5] for i in range(len(compact) - 4)}
+
+
+def test_the_backlog_stream_repeats_the_corpus_under_a_substitution_of_each_round_its_own() -> None:
+    poems = demo_docs()
+    docs = cipher_stream(poems, 3 * len(poems))
+    assert docs[:len(poems)] == [{**p, "ts": float(i)} for i, p in enumerate(poems)]
+    assert len({d["id"] for d in docs}) == len(docs) and docs[-1]["id"] == f"{poems[-1]['id']}~2"
+    for r in (1, 2):  # one bijection a round, punctuation and whitespace kept: the corpus's near-duplicates too
+        mapping: dict[str, str] = {}
+        for poem, doc in zip(poems, docs[r * len(poems):(r + 1) * len(poems)], strict=True):
+            assert len(doc["text"]) == len(poem["text"])
+            for a, b in zip(poem["text"], doc["text"], strict=True):
+                assert mapping.setdefault(a, b) == b and (a.isalnum() or a == b)
+        assert len(set(mapping.values())) == len(mapping)
+        assert sum(a != b for a, b in mapping.items()) > 0.9 * len(mapping)
+    # no document close (5-gram Jaccard >= 0.3) to one of an earlier round, but by chance: its band
+    # collisions, and the worker's work per document, do not grow with the stream
+    index: defaultdict[str, list[int]] = defaultdict(list)
+    sets: list[set[str]] = []
+    close = 0
+    for i, doc in enumerate(docs):
+        grams = _grams(doc["text"])
+        shared = Counter(j for g in grams for j in index[g] if j // len(poems) < i // len(poems))
+        close += any(c / len(grams | sets[j]) >= 0.3 for j, c in shared.items())
+        for g in grams:
+            index[g].append(i)
+        sets.append(grams)
+    assert close <= 0.01 * 2 * len(poems), close
