@@ -7,7 +7,7 @@ pytest-xdist workers, so that they and the worker subprocesses they start load t
 each compiling them at the same time. The index's kernels (~12 s) compile in a second process, on a
 fingerprint of the same types made without the fingerprint kernels, then the text normalization's
 kernels; meanwhile the first process compiles the fingerprint's own (~26 s), normalizing by the
-reference, so both cores work (38 s of wall time on a clean clone before the split, 2 cores).
+reference, so both cores work (~34 s of wall time on a clean clone, 2 cores).
 """
 
 from __future__ import annotations
@@ -61,22 +61,23 @@ def main(index_only: bool) -> None:
     settings = load_settings(env={})  # the defaults, as the test deployments run them
     config, matching = settings.fingerprint_config(), settings.match_settings()
     detector = matching.detector(BlockIndex(None, k=matching.k, bands=config.band_tables, store=MemoryStore()))
+    fingerprinter = Fingerprinter(config)
     if index_only:
         warm_up(detector, made_up_fingerprint(config))
         band_runs()
         normalize(TEXT)
-        Fingerprinter(config).segmenter.cut(TEXT)
+        fingerprinter.segmenter.cut(TEXT)
         return
     index_part = subprocess.Popen([sys.executable, "-m", "tests.harness.warm", INDEX_ONLY])
     doc = parse_document({"id": "warm-up", "text": TEXT})
     try:
         with mock.patch("stream.fingerprint.fingerprinter.normalize", normalize_reference):
-            Fingerprinter(config).fingerprint(doc)
+            fingerprinter.fingerprint(doc)
         index_part.wait()
     finally:
         index_part.kill()  # stopped with this process when the run ends first
     # what is still missing: the real fingerprint's own types, its normalization loaded from the cache
-    warm_up(detector, Fingerprinter(config).fingerprint(doc))
+    warm_up(detector, fingerprinter.fingerprint(doc))
 
 
 if __name__ == "__main__":
