@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import signal
 import subprocess
@@ -47,9 +48,30 @@ if "TMPDIR" not in os.environ and SHM.is_dir() and os.access(SHM, os.W_OK):
     tempfile.tempdir = None
 
 
+def _cache_stamp(root: Path) -> str:
+    """What numba's cached kernels depend on, and which ones the cache holds: the sources' sizes and times,
+    the interpreter's and the compiler's versions, and the names of the cache's index files."""
+    from importlib.metadata import version
+
+    cache = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else root / "stream"
+    sources = [*sorted((root / "stream").rglob("*.py")), root / "tests" / "harness" / "warm.py"]
+    parts = [sys.version, *(version(name) for name in ("numba", "llvmlite", "numpy")), str(cache)]
+    parts += [f"{path.relative_to(root)} {path.stat().st_size} {path.stat().st_mtime_ns}" for path in sources]
+    parts += sorted(str(path.relative_to(cache)) for path in cache.rglob("*.nbi"))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _stamp_path(root: Path) -> Path:
+    return root / "tests" / "harness" / "__pycache__" / "warm.stamp"
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """In the controlling process: start the warm-up, holding the lock until it exits."""
+    """In the controlling process: start the warm-up, holding the lock until it exits, unless the last
+    complete warm-up left the cache as it is now (loading every kernel only to check costs ~4 s of CPU)."""
     if hasattr(config, "workerinput") or os.environ.get(WARM_LOCK) or config.option.collectonly:
+        return
+    stamp = _stamp_path(config.rootpath)
+    if stamp.exists() and stamp.read_text() == _cache_stamp(config.rootpath):
         return
     fd, path = tempfile.mkstemp(prefix="dedup-warm-", suffix=".lock")
     fcntl.flock(fd, fcntl.LOCK_EX)
@@ -65,7 +87,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     warm = config.stash.get(_WARM, None)
     if warm is not None:
         warm.terminate()  # when the run ended first (numba writes each cache file whole, or not at all)
-        warm.wait()
+        if warm.wait() == 0:  # complete: the kernels the tests compiled since count too
+            _stamp_path(config.rootpath).parent.mkdir(exist_ok=True)
+            _stamp_path(config.rootpath).write_text(_cache_stamp(config.rootpath))
         os.unlink(os.environ.pop(WARM_LOCK))
 
 

@@ -1,14 +1,10 @@
 """Ordinary mistakes get one line naming the problem and a documented exit code, never a traceback.
 
-``dedup`` runs through the console script's own entry (``stream.cli.run``) in this process: the same
-parsing, messages and exit codes as a user's shell sees, without ~1 s of imports per call. The tests
-that need a process of their own (no terminal, the entry point, commands waiting out a connect timeout
-at once) start one."""
+``dedup`` runs in this process (tests/harness/cli.py); the tests that need a process of their own (no
+terminal, the entry point, commands waiting out a connect timeout at once) start one."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import socket
 import subprocess
@@ -18,39 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stream import cli
-
-
-def dedup(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``dedup ARGS`` with ``env`` added to the environment, run in this process."""
-    out, err, saved, debug = io.StringIO(), io.StringIO(), dict(os.environ), dict(cli._debug)
-    os.environ.update(env or {})
-    code: int | str | None = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.run(list(args))
-    except SystemExit as exc:
-        code = exc.code
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        cli._debug.update(debug)
-    status = 0 if code is None else code if isinstance(code, int) else 1  # as the interpreter exits
-    return subprocess.CompletedProcess(["dedup", *args], status, out.getvalue(), err.getvalue())
-
-
-def dedup_process(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                  ) -> subprocess.CompletedProcess[str]:
-    """``dedup ARGS`` in a process of its own, as a user's shell starts it."""
-    return subprocess.run([sys.executable, "-m", "stream", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
-
-
-def one_line_error(result: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
-    assert result.returncode == code, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    for word in words:
-        assert word in result.stderr, result.stderr
+from tests.harness.cli import dedup, dedup_process, one_line_error
 
 
 def closed_port() -> int:

@@ -1,14 +1,13 @@
 """`dedup scan` end to end on the bundled fixture corpus: known duplicates are found."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from stream.cli import main
+from tests.harness.cli import dedup
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -23,11 +22,6 @@ def run_scan(*args: str, exit_code: int = 0) -> tuple[list[dict], str]:
     assert result.exit_code == exit_code, result.output
     verdicts = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     return verdicts, result.stderr
-
-
-def dedup(*args: str) -> subprocess.CompletedProcess[str]:
-    """The installed command line as a user runs it (exit code, one-line errors)."""
-    return subprocess.run([sys.executable, "-m", "stream", *args], capture_output=True, text=True, timeout=120)
 
 
 def found_pairs(verdicts: list[dict]) -> set[frozenset[str]]:

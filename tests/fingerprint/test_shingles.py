@@ -5,8 +5,6 @@ The fixture texts are written for these tests in the style of Chinese technical 
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ from stream.fingerprint.schema import SCHEMA_VERSION, SCHEMA_VERSIONS
 from stream.fingerprint.scores import similarity
 from stream.fingerprint.shingles import cjk_share, shingle_hashes, shingle_unit
 from stream.text.normal_form import normalize
+from tests.harness.cli import dedup
 
 MIXED = ("用 tar --create --gzip --file /var/backups/etc.tar.gz /etc 备份配置文件，"
          "再用 rsync --archive --delete /var/backups/ backup@example.org:/srv/backups/ 同步到远程服务器。"
@@ -116,8 +115,7 @@ def test_scan_refuses_state_of_the_previous_schema(tmp_path: Path) -> None:
     meta["schema"] = "v2-e8bed1a4854e"
     (state / "meta.json").write_text(json.dumps(meta))
     # as a user runs it: one line on stderr and the exit code of a configuration error
-    result = subprocess.run([sys.executable, "-m", "stream", "scan", str(docs), "--state", str(state)],
-                            capture_output=True, text=True, timeout=120)
+    result = dedup("scan", str(docs), "--state", str(state))
     assert result.returncode == 3 and "Traceback" not in result.stderr
     for words in ("v2-e8bed1a4854e", "version: 2 -> 3", "cjk_share: None -> 0.05", "a CJK share of 0.3",
                   "new --state directory"):
