@@ -70,6 +70,7 @@ def test_debug_adds_the_traceback(tmp_path: Path) -> None:
     assert result.returncode == 3 and "Traceback" in result.stderr and "does not exist" in result.stderr
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_help_lists_exit_codes_and_every_option_is_explained() -> None:
     import click
 
@@ -101,6 +102,7 @@ def only_line(result: subprocess.CompletedProcess[str], code: int, *words: str) 
     return lines[0]
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_an_unreachable_broker_is_one_line_from_every_command(docs: Path, tmp_path: Path) -> None:
     """librdkafka's own "%3|...|FAIL|" lines stay off stderr (they come with --debug)."""
     broker = f"kafka://127.0.0.1:{closed_port()}"
@@ -123,6 +125,7 @@ def test_a_bad_option_value_is_one_line_and_exit_2() -> None:
     only_line(dedup("verdicts", "--verdict", "maybe"), 2, "--verdict")
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_reset_without_a_terminal_refuses_unless_yes(tmp_path: Path) -> None:
     data = tmp_path / "w"
     (data / "v1").mkdir(parents=True)
@@ -141,6 +144,7 @@ def test_the_local_broker_s_port_and_registry_are_documented_and_not_kafka_s() -
     assert f"default: {DEFAULT_PORT}" in text and "broker.json" in text and "DEDUP_BROKER_REGISTRY" in text
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_the_broker_registry_is_per_user_and_can_be_moved(tmp_path: Path) -> None:
     from stream.service.runtime.embedded import registry_path
 

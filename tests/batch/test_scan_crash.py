@@ -13,7 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness import demo_docs
+
+pytestmark = pytest.mark.integration  # starts processes of its own (see pyproject.toml)
 
 ROUNDS = 3  # copies of the 400 bundled poems: 3 chunks of dedup scan, so a kill after the 1st lands mid-run
 

@@ -4,6 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # starts processes of its own (see pyproject.toml)
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 # `dedup scan FILE` as the console script runs it, with numba's own loading when asked ("full"); then, on

@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.integration  # starts processes of its own (see pyproject.toml)
+
 SCRIPT = """
 from stream.detect import Detector, warm_up
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document

@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from stream.index import BlockIndex
 from stream.index.bands.runs import PAGE
@@ -120,6 +121,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_band_mates_survive_a_clean_reopen_and_a_sigkill(tmp_path: Path) -> None:
     """A clean close keeps the runs; a SIGKILLed writer (its stamp gone, its runs of no use) makes the
     next open rebuild them from the records; both answer as brute force."""

@@ -91,6 +91,7 @@ def test_each_patch_replaces_the_attribute_it_names(monkeypatch: pytest.MonkeyPa
     assert patches.recovery_bounds._state["conf"] == {"bootstrap.servers": "127.0.0.1:1"}
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_a_worker_with_an_unsupported_faust_stops_at_once_with_one_line(tmp_path: Path) -> None:
     # the installed faust-streaming reports another version: the real command line, before any broker
     script = ("import importlib.metadata as m\n"

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes of its own (see pyproject.toml)
+
 
 def _gate(*command: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "stream.service.runtime.restart_gate", *command],

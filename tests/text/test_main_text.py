@@ -96,6 +96,7 @@ def test_trafilatura_runs_once_per_page(monkeypatch: pytest.MonkeyPatch) -> None
     assert len(calls) == 1
 
 
+@pytest.mark.integration  # starts processes of its own
 def test_a_sure_page_does_not_import_trafilatura() -> None:
     here = str(Path(__file__).parents[1])
     code = (f"import sys; sys.path.insert(0, {here!r}); from fixtures.html_pages import build_page;"
