@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -24,7 +22,6 @@ from stream.detect import warm_up
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.sketch import EXACT, Sketch
 from stream.index import BlockIndex
-from stream.index.bands.tables import BandTables
 from stream.service.settings import load_settings
 from stream.storage import MemoryStore
 from stream.text.normal_form import normalize, normalize_reference
@@ -42,21 +39,6 @@ def made_up_fingerprint(config: FingerprintConfig) -> Fingerprint:
     return Fingerprint("warm-up", 0x0123456789ABCDEF, bytes(16), sketch, bands, Fingerprinter(config).schema)
 
 
-def band_runs() -> None:
-    """The band tables' runs on disk (a flush, finds through a run's filter, a merge, a removal), which a
-    worker meets once a memtable fills."""
-    rng = np.random.default_rng(2)
-    with tempfile.TemporaryDirectory() as folder:
-        tables = BandTables(Path(folder), memtable_entries=64)
-        for batch in range(4):
-            t, v = rng.integers(0, 4, 50, dtype=np.int64), rng.integers(0, 2**63, 50, dtype=np.uint64)
-            h = np.arange(batch * 50, (batch + 1) * 50, dtype=np.uint64)
-            tables.find_add_many(t, v, h)
-        tables.find_many(t, v)
-        tables.remove_many(t, v, h)
-        tables.close()
-
-
 def main(index_only: bool) -> None:
     settings = load_settings(env={})  # the defaults, as the test deployments run them
     config, matching = settings.fingerprint_config(), settings.match_settings()
@@ -64,7 +46,6 @@ def main(index_only: bool) -> None:
     fingerprinter = Fingerprinter(config)
     if index_only:
         warm_up(detector, made_up_fingerprint(config))
-        band_runs()
         normalize(TEXT)
         fingerprinter.segmenter.cut(TEXT)
         return
