@@ -151,12 +151,14 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
               help="Containment minimum sizes to compare, comma-separated.")
 @click.option("--sketch-exact-shingles", "exact", type=int, default=FingerprintConfig.sketch_exact_shingles,
               show_default=True, help="Texts with up to this many shingles keep them all (exact verification).")
+@click.option("--sketch-sample-from", "sample_from", type=int, default=FingerprintConfig.sketch_sample_from,
+              show_default=True, help="Texts with at least this many shingles keep a hash sample (0: none).")
 @click.option("--anchor-cap", type=int, default=DEFAULT_ANCHOR_CAP, show_default=True,
               help="The anchor table's cap on documents per anchor (0: no anchor table).")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
-def command(names: str, margins: str, mins: str, exact: int, anchor_cap: int, out_dir: str) -> None:
+def command(names: str, margins: str, mins: str, exact: int, sample_from: int, anchor_cap: int, out_dir: str) -> None:
     """Per-relation exact scores of the default detector on every track, under several containment settings."""
-    config = FingerprintConfig(sketch_exact_shingles=exact)
+    config = FingerprintConfig(sketch_exact_shingles=exact, sketch_sample_from=sample_from)
     fingerprinter = Fingerprinter(config)
     wanted = [n for n in names.split(",") if n]
     results: dict[str, dict[str, Any]] = {}
