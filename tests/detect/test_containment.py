@@ -13,7 +13,7 @@ from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, relation
 from stream.detect.verdict import CONTAINED, SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.scores import Overlap, overlap
+from stream.fingerprint.scores import Overlap, combined, overlap
 from stream.fingerprint.sketch import (
     EXACT,
     NO_SAMPLE,
@@ -342,3 +342,33 @@ def test_a_short_page_inside_a_mid_size_link_list_is_proposed_and_contained() ->
     assert match.id == "index" and match.relation == CONTAINED
     assert overlap(fps["page"], fps["index"]).containment_sampled
     assert found["other"] == []
+
+
+def test_the_bins_and_the_sample_are_combined_by_inverse_variance() -> None:
+    # a 250-word page, 215 of its words from a 700-word text (a b-bit sketch with a sample): the
+    # estimate from the bins and the count on the sample are two estimates of one containment
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(17)
+    words = _article(rng, 700).split()
+    long, short = (fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text})) for doc_id, text in
+                   [("long", " ".join(words)), ("short", " ".join(words[300:515]) + " " + _words(rng, 35))])
+    assert long.sketch.sample is not None and short.sketch.kind == EXACT
+    jaccard = estimate_jaccard(short.sketch, long.sketch, SPEC)
+    bins = (estimate_containment(short.sketch, long.sketch, SPEC, jaccard),
+            containment_error(short.sketch, long.sketch, SPEC, jaccard))
+    counted = containment_in_sample(short.sketch, long.sketch)
+    assert counted is not None
+    ov = overlap(short, long)
+    assert ov.containment_error < min(bins[1], counted[1])
+    assert (ov.containment, ov.containment_error) == pytest.approx(combined(bins, counted)[0])
+    assert min(bins[0], counted[0]) <= ov.containment <= max(bins[0], counted[0])
+
+
+def test_a_sample_count_that_lands_low_is_held_up_by_the_bins() -> None:
+    # a pair of exact containment 0.86 (a 271-shingle page, a 546-shingle one): the sample counted
+    # 57 of 70 (0.814 +- 0.040: under 0.8 by half its error alone), the bins 0.857 +- 0.059
+    (value, error), sampled = combined((0.857, 0.059), (0.814, 0.040))
+    assert sampled and 0.814 < value < 0.857 and error < 0.040
+    assert relation(Overlap(0.4, 0.814, 271, 0.040, True), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+    assert relation(Overlap(0.4, value, 271, error, sampled), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED
+    assert combined((0.9, 0.2), (0.5, 0.0)) == ((0.5, 0.0), True)  # every hash tested: exact
