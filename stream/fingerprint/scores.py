@@ -44,7 +44,15 @@ class Overlap:
     containment_sampled: bool = False  # ``containment`` mostly counted on the longer text's hash sample
 
 
-def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> Overlap:
+# the bins' estimate this many standard errors below the containment asked about is not refined
+# on the sample: the count would have to contradict it by as much to matter
+SAMPLE_REACH = 3.0
+
+
+def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9,
+            near: float | None = None) -> Overlap:
+    """The pair's score and containment; with ``near`` (a containment threshold), the count on the
+    sample is skipped when the bins' estimate is ``SAMPLE_REACH`` errors below it."""
     spec = spec or SketchSpec()
     if a.empty or b.empty:
         return Overlap(0.0, 0.0, 0)
@@ -63,7 +71,8 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
         tested = containment_in_sketch(small, large, spec) if error > 0.1 else None
         if tested is not None and tested[1] < error:
             containment, error = tested
-        counted = containment_in_sample(small, large) if error > 0 else None
+        wanted = error > 0 and (near is None or containment + SAMPLE_REACH * error >= near)
+        counted = containment_in_sample(small, large) if wanted else None
         if counted is not None:
             (containment, error), sampled = combined((containment, error), counted)
     content = jaccard

@@ -372,3 +372,21 @@ def test_a_sample_count_that_lands_low_is_held_up_by_the_bins() -> None:
     assert relation(Overlap(0.4, 0.814, 271, 0.040, True), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
     assert relation(Overlap(0.4, value, 271, error, sampled), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED
     assert combined((0.9, 0.2), (0.5, 0.0)) == ((0.5, 0.0), True)  # every hash tested: exact
+
+
+def test_the_sample_is_counted_only_near_the_threshold_asked_about() -> None:
+    # two 700-word texts sharing half their words: the bins put the containment near 0.5 with an
+    # error ~0.02, far below 0.8, so with ``near`` the sample is not counted; a page inside one of
+    # them is near (or above) it, and gets the same answer with and without ``near``
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(19)
+    words = _article(rng, 700).split()
+    a, b, page = (fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text})) for doc_id, text in
+                  [("a", " ".join(words)), ("b", " ".join(words[:350]) + " " + _words(rng, 350)),
+                   ("page", " ".join(words[200:420]))])
+    far, asked = overlap(a, b), overlap(a, b, near=0.8)
+    assert far.containment_sampled and not asked.containment_sampled
+    assert asked.containment + 3 * asked.containment_error < 0.8
+    for ov in (far, asked):
+        assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+    assert overlap(page, a) == overlap(page, a, near=0.8) and overlap(page, a).containment_sampled
