@@ -26,6 +26,7 @@ import click
 
 from benchmarks.accuracy_report import Pair, pair
 from benchmarks.common import DEFAULT_OUT, pyplot, save_json, stamp
+from benchmarks.edges_missed import missed_pairs
 from benchmarks.tracks import TRACKS, TrackSpec, track_paths
 from benchmarks.web.tracks import overlap, truth_shingles
 from stream.detect import Detector
@@ -54,9 +55,12 @@ def _input(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def detect(fps: list[Fingerprint], config: FingerprintConfig, margin: float, min_shingles: int,
-           anchor_cap: int = DEFAULT_ANCHOR_CAP) -> tuple[dict[Pair, str], int]:
+           anchor_cap: int = DEFAULT_ANCHOR_CAP, proposed: dict[Pair, str] | None = None
+           ) -> tuple[dict[Pair, str], int]:
     """The pairs the detector reports, each document probed after the ones before it (as ``dedup scan``
-    judges them), and how many candidates only the anchor table proposed (``anchor_cap`` 0: none)."""
+    judges them), and how many candidates only the anchor table proposed (``anchor_cap`` 0: none).
+    ``proposed``, when given, receives each candidate pair (with the anchor table on) and what proposed
+    it: "tables" (SimHash blocks, bands), "anchors" or "both"."""
     detector = Detector(BlockIndex(None, k=3, bands=config.band_tables), containment_min_shingles=min_shingles,
                         containment_margin=margin, anchor_cap=anchor_cap or None)
     found: dict[Pair, str] = {}
@@ -69,6 +73,10 @@ def detect(fps: list[Fingerprint], config: FingerprintConfig, margin: float, min
             by_anchor = {hit.doc_id for hit in index.anchor_query_many([fp.simhash], [payload], [fp.doc_id])[0]}
             by_tables = {hit.doc_id for hit in index.query(fp.simhash, tuple(fp.bands))}
             anchor_only += len(by_anchor - by_tables - {fp.doc_id})
+            if proposed is not None:
+                proposed.update((pair(fp.doc_id, other), "both" if other in by_anchor and other in by_tables
+                                 else "anchors" if other in by_anchor else "tables")
+                                for other in (by_anchor | by_tables) - {fp.doc_id})
         for m in detector.probe(fp, (float(seq), fp.doc_id)):
             found[pair(fp.doc_id, m.id)] = m.relation
     return found, anchor_only
@@ -151,15 +159,21 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> None:
               help="Containment minimum sizes to compare, comma-separated.")
 @click.option("--sketch-exact-shingles", "exact", type=int, default=FingerprintConfig.sketch_exact_shingles,
               show_default=True, help="Texts with up to this many shingles keep them all (exact verification).")
+@click.option("--sketch-sample-from", "sample_from", type=int, default=FingerprintConfig.sketch_sample_from,
+              show_default=True, help="Texts with at least this many shingles keep a hash sample (0: none).")
 @click.option("--anchor-cap", type=int, default=DEFAULT_ANCHOR_CAP, show_default=True,
               help="The anchor table's cap on documents per anchor (0: no anchor table).")
+@click.option("--missed", is_flag=True,
+              help="Also write edges-missed.json: each same-source pair not reported, and why (first setting).")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON and PNG go.")
-def command(names: str, margins: str, mins: str, exact: int, anchor_cap: int, out_dir: str) -> None:
+def command(names: str, margins: str, mins: str, exact: int, sample_from: int, anchor_cap: int, missed: bool,
+            out_dir: str) -> None:
     """Per-relation exact scores of the default detector on every track, under several containment settings."""
-    config = FingerprintConfig(sketch_exact_shingles=exact)
+    config = FingerprintConfig(sketch_exact_shingles=exact, sketch_sample_from=sample_from)
     fingerprinter = Fingerprinter(config)
     wanted = [n for n in names.split(",") if n]
     results: dict[str, dict[str, Any]] = {}
+    why: dict[str, list[dict[str, Any]]] = {}
     for spec in TRACKS:
         if wanted and spec.name not in wanted:
             continue
@@ -174,7 +188,10 @@ def command(names: str, margins: str, mins: str, exact: int, anchor_cap: int, ou
         results[spec.name] = {}
         for margin in (float(m) for m in margins.split(",")):
             for least in (int(m) for m in mins.split(",")):
-                found, anchor_only = detect(fps, config, margin, least, anchor_cap)
+                proposed: dict[Pair, str] = {}
+                found, anchor_only = detect(fps, config, margin, least, anchor_cap, proposed)
+                if missed and spec.truth == "source" and spec.name not in why:
+                    why[spec.name] = missed_pairs(found, truth, fps, docs, proposed, truth_of)
                 setting = f"margin {margin:g}, min {least}"
                 res = score(found, spec, truth, truth_of, docs)
                 res["anchor_candidates"] = anchor_only
@@ -184,4 +201,6 @@ def command(names: str, margins: str, mins: str, exact: int, anchor_cap: int, ou
     target = save_json(out_dir, "edges", {"config": config.describe(fingerprinter.segmenter.settings),
                                           "anchor_cap": anchor_cap, "results": results})
     chart(results, Path(out_dir) / "edges.png")
+    if missed:
+        click.echo(f"saved {save_json(out_dir, 'edges-missed', {'anchor_cap': anchor_cap, 'missed': why})}")
     click.echo(f"saved {target}")

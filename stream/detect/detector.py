@@ -195,7 +195,7 @@ class Detector:
                 continue
             seen += 1
             other = known.get(id(hit.payload)) or self.decoded(hit.payload)
-            ov = overlap(fp, other, fp.spec, self.mu)
+            ov = overlap(fp, other, fp.spec, self.mu, self.containment_threshold or None)
             kind = relation(ov, self.threshold, self.containment_threshold, self.containment_min_shingles,
                             self.containment_margin)
             if kind is not None:

@@ -72,7 +72,8 @@ class FingerprintConfig:
     # Texts with at least this many distinct shingles also keep every 32-bit hash below 2^32 /
     # ``sketch_sample_share``, at most ``sketch_sample_most`` of them (4 bytes each): a short text's
     # containment in them is then tested on its own hashes (docs/detect.md, "Containment"). 0: none.
-    sketch_sample_from: int = 4096
+    # One past ``sketch_exact_shingles``: every text keeps its exact hashes or a sample of them.
+    sketch_sample_from: int = 513
     sketch_sample_share: int = 4
     sketch_sample_most: int = 2048
     bands: int = 16

@@ -41,10 +41,18 @@ class Overlap:
     containment: float  # share of the smaller document's content shingles found in the larger one
     smaller: int  # distinct content shingles of the smaller document
     containment_error: float = 0.0  # standard error of ``containment`` (0: exact)
-    containment_sampled: bool = False  # ``containment`` counted on the longer text's hash sample
+    containment_sampled: bool = False  # ``containment`` mostly counted on the longer text's hash sample
 
 
-def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> Overlap:
+# the bins' estimate this many standard errors below the containment asked about is not refined
+# on the sample: the count would have to contradict it by as much to matter
+SAMPLE_REACH = 3.0
+
+
+def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9,
+            near: float | None = None) -> Overlap:
+    """The pair's score and containment; with ``near`` (a containment threshold), the count on the
+    sample is skipped when the bins' estimate is ``SAMPLE_REACH`` errors below it."""
     spec = spec or SketchSpec()
     if a.empty or b.empty:
         return Overlap(0.0, 0.0, 0)
@@ -57,18 +65,34 @@ def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: 
         containment = estimate_containment(a.sketch, b.sketch, spec, jaccard)
         error = containment_error(a.sketch, b.sketch, spec, jaccard)
         small, large = (a.sketch, b.sketch) if a.sketch.size <= b.sketch.size else (b.sketch, a.sketch)
-        # a short text against a long one: its hashes tested against the long one's sample, else
-        # against its b-bit bins; the estimate with the smallest error is taken
-        for tested, in_sample in ((containment_in_sample(small, large) if error > 0 else None, True),
-                                  (containment_in_sketch(small, large, spec) if error > 0.1 else None, False)):
-            if tested is not None and tested[1] < error:
-                (containment, error), sampled = tested, in_sample
+        # a short text against a long one: the better of the two estimates from the b-bit bins
+        # (Broder's, or its shingles tested against the long one's bins), then combined with the
+        # count on the long one's sample
+        tested = containment_in_sketch(small, large, spec) if error > 0.1 else None
+        if tested is not None and tested[1] < error:
+            containment, error = tested
+        wanted = error > 0 and (near is None or containment + SAMPLE_REACH * error >= near)
+        counted = containment_in_sample(small, large) if wanted else None
+        if counted is not None:
+            (containment, error), sampled = combined((containment, error), counted)
     content = jaccard
     if a.short_grams is not None and b.short_grams is not None:
         content = max(content, estimate_jaccard(a.short_grams, b.short_grams, SHORT_SPEC))
     if a.side is not None and b.side is not None:
         content = mu * content + (1.0 - mu) * estimate_jaccard(a.side, b.side, SIDE_SPEC)
     return Overlap(content, containment, smaller, error, sampled)
+
+
+def combined(bins: tuple[float, float], sample: tuple[float, float]) -> tuple[tuple[float, float], bool]:
+    """Two estimates of one containment, (value, standard error) each, weighted by inverse variance,
+    and whether the sample's weighs more. Their errors are near independent: the bins are chosen by
+    a mix of each hash (fmix64), the sample by the hash itself. A sample count of 0 error (every
+    hash of the shorter text tested) is exact and stands alone."""
+    if sample[1] <= 0.0:
+        return sample, True
+    w_bins, w_sample = 1.0 / bins[1] ** 2, 1.0 / sample[1] ** 2
+    value = (bins[0] * w_bins + sample[0] * w_sample) / (w_bins + w_sample)
+    return (value, (w_bins + w_sample) ** -0.5), w_sample >= w_bins
 
 
 def similarity(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9) -> float:

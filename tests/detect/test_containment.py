@@ -13,9 +13,10 @@ from stream.detect.detector import CONTAINMENT_MIN_SHINGLES, relation
 from stream.detect.verdict import CONTAINED, SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.fingerprint import Fingerprint
-from stream.fingerprint.scores import Overlap, overlap
+from stream.fingerprint.scores import Overlap, combined, overlap
 from stream.fingerprint.sketch import (
     EXACT,
+    NO_SAMPLE,
     SAMPLE_MIN,
     Sketch,
     SketchSpec,
@@ -27,7 +28,7 @@ from stream.fingerprint.sketch import (
     make_sketch,
     sketch_anchors,
 )
-from stream.index import BlockIndex
+from stream.index import DEFAULT_ANCHOR_CAP, BlockIndex
 
 SPEC = SketchSpec()
 
@@ -157,20 +158,28 @@ def _words(rng: np.random.Generator, n: int) -> str:
     return " ".join(vocabulary[i] for i in rng.integers(0, len(vocabulary), n))
 
 
-def test_a_long_document_does_not_contain_short_ones_it_does_not_contain() -> None:
-    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+@pytest.mark.parametrize("sampled", [False, True])
+def test_a_long_document_does_not_contain_short_ones_it_does_not_contain(sampled: bool) -> None:
+    # without hash samples only the two sketches' estimate is left, and the margin is the guard;
+    # with them (the default) the short text's own sampled hashes are counted in the long one's
+    config = FingerprintConfig(segmenter="jieba", sketch_sample_from=FingerprintConfig.sketch_sample_from * sampled)
+    fingerprinter = Fingerprinter(config)
     rng = np.random.default_rng(7)
     long_doc = fingerprinter.fingerprint(parse_document({"id": "long", "text": _words(rng, 40_000)}))
     estimates = []
     for i in range(40):
         short = fingerprinter.fingerprint(parse_document({"id": f"s{i}", "text": _words(rng, 600)}))
-        assert short.sketch.size > 512  # estimated, not exact: the long one keeps a b-bit sketch only
+        assert short.sketch.size > 512  # estimated, not exact
         ov = overlap(long_doc, short)
         estimates.append(ov.containment)
         # the two share next to no word 3-gram; the estimate at a size ratio of ~65 is mostly error
         assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
-        assert ov.containment_error > 0.3
-    assert max(estimates) >= 0.8  # without the margin some of them would be "contained"
+        assert ov.containment_sampled is sampled
+        assert (ov.containment_error < 0.1) if sampled else (ov.containment_error > 0.3)
+    if sampled:
+        assert max(estimates) < 0.3
+    else:
+        assert max(estimates) >= 0.8  # without the margin some of them would be "contained"
 
 
 def test_shared_boilerplate_does_not_make_two_different_pages_contained() -> None:
@@ -205,16 +214,16 @@ def test_a_short_set_is_tested_against_a_long_sketch(inside: int, contained: boo
     assert containment_in_sketch(short_sketch, make_sketch(hashes(0, 3_000), SPEC), SPEC) is None  # too few per bin
 
 
-SAMPLE = FingerprintConfig().sample  # the default: sets of 4,096+ shingles keep a quarter, at most 2,048
+SAMPLE = FingerprintConfig().sample  # the default: sets of 513+ shingles keep a quarter, at most 2,048
 
 
 def test_a_long_set_keeps_every_hash_below_its_sample_bound() -> None:
-    for size, lowered in [(3_000, False), (6_000, False), (12_000, True)]:
+    for size, lowered in [(400, False), (600, False), (6_000, False), (12_000, True)]:
         long_set = hashes(0, size)
         sketch = make_sketch(long_set, SPEC, 512, SAMPLE)
         h32 = np.unique((long_set >> np.uint64(32)).astype(np.uint32))
         if size < SAMPLE.from_shingles:
-            assert sketch.sample is None and sketch.sample_below == 0
+            assert sketch.kind == EXACT and sketch.sample is None and sketch.sample_below == 0
             continue
         assert sketch.sample is not None
         assert np.array_equal(sketch.sample, h32[h32 < sketch.sample_below])  # all of them, and only them
@@ -291,10 +300,10 @@ def test_anchors_are_the_hashes_under_one_bound_a_sketch_keeps() -> None:
     sample's bound when it is lower), so two sets' common anchors are common shingles; none for a
     b-bit sketch without a sample."""
     bound = (1 << 32) // 16
-    for size, kept in [(400, "exact"), (3_000, "none"), (6_000, "sample"), (40_000, "lowered")]:
+    for size, kept in [(400, "exact"), (3_000, "none"), (3_000, "sample"), (40_000, "lowered")]:
         long_set = hashes(0, size)
         h32 = np.unique((long_set >> np.uint64(32)).astype(np.uint32))
-        anchors, below = sketch_anchors(make_sketch(long_set, SPEC, 512, SAMPLE), 16)
+        anchors, below = sketch_anchors(make_sketch(long_set, SPEC, 512, NO_SAMPLE if kept == "none" else SAMPLE), 16)
         if kept == "none":
             assert len(anchors) == 0 and below == 0
             continue
@@ -312,3 +321,72 @@ def test_a_count_on_a_hash_sample_clears_the_threshold_by_a_smaller_margin(sampl
     ov = Overlap(0.0, 0.85, 300, 0.067, sampled)
     assert (relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED) is contained
     assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES, margin=0.0) == CONTAINED  # a lower margin stays
+
+
+def test_a_short_page_inside_a_mid_size_link_list_is_proposed_and_contained() -> None:
+    # a section index of ~1,500 words (513-4,095 shingles: once neither exact nor sampled, so it had no
+    # anchors and only the b-bit estimate, error ~0.4) and a 150-word page from its middle: no band
+    # collides at J ~0.1, so only the anchor table can propose the pair, and the index's own sample
+    # verifies it; a page of other words is neither proposed nor contained
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(13)
+    listing = _article(rng, 1_500).split()
+    docs = {"index": " ".join(listing), "page": " ".join(listing[700:850]), "other": _words(rng, 150)}
+    detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables), anchor_cap=DEFAULT_ANCHOR_CAP)
+    fps = {doc_id: fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text}))
+           for doc_id, text in docs.items()}
+    assert 512 < fps["index"].sketch.size < 4_096
+    assert fps["index"].sketch.sample is not None and len(fps["index"].anchors()[0]) > 0
+    found = {doc_id: detector.probe(fp, (float(seq), doc_id)) for seq, (doc_id, fp) in enumerate(fps.items())}
+    (match,) = found["page"]
+    assert match.id == "index" and match.relation == CONTAINED
+    assert overlap(fps["page"], fps["index"]).containment_sampled
+    assert found["other"] == []
+
+
+def test_the_bins_and_the_sample_are_combined_by_inverse_variance() -> None:
+    # a 250-word page, 215 of its words from a 700-word text (a b-bit sketch with a sample): the
+    # estimate from the bins and the count on the sample are two estimates of one containment
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(17)
+    words = _article(rng, 700).split()
+    long, short = (fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text})) for doc_id, text in
+                   [("long", " ".join(words)), ("short", " ".join(words[300:515]) + " " + _words(rng, 35))])
+    assert long.sketch.sample is not None and short.sketch.kind == EXACT
+    jaccard = estimate_jaccard(short.sketch, long.sketch, SPEC)
+    bins = (estimate_containment(short.sketch, long.sketch, SPEC, jaccard),
+            containment_error(short.sketch, long.sketch, SPEC, jaccard))
+    counted = containment_in_sample(short.sketch, long.sketch)
+    assert counted is not None
+    ov = overlap(short, long)
+    assert ov.containment_error < min(bins[1], counted[1])
+    assert (ov.containment, ov.containment_error) == pytest.approx(combined(bins, counted)[0])
+    assert min(bins[0], counted[0]) <= ov.containment <= max(bins[0], counted[0])
+
+
+def test_a_sample_count_that_lands_low_is_held_up_by_the_bins() -> None:
+    # a pair of exact containment 0.86 (a 271-shingle page, a 546-shingle one): the sample counted
+    # 57 of 70 (0.814 +- 0.040: under 0.8 by half its error alone), the bins 0.857 +- 0.059
+    (value, error), sampled = combined((0.857, 0.059), (0.814, 0.040))
+    assert sampled and 0.814 < value < 0.857 and error < 0.040
+    assert relation(Overlap(0.4, 0.814, 271, 0.040, True), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+    assert relation(Overlap(0.4, value, 271, error, sampled), 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) == CONTAINED
+    assert combined((0.9, 0.2), (0.5, 0.0)) == ((0.5, 0.0), True)  # every hash tested: exact
+
+
+def test_the_sample_is_counted_only_near_the_threshold_asked_about() -> None:
+    # two 700-word texts sharing half their words: the bins put the containment near 0.5 with an
+    # error ~0.02, far below 0.8, so with ``near`` the sample is not counted; a page inside one of
+    # them is near (or above) it, and gets the same answer with and without ``near``
+    fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
+    rng = np.random.default_rng(19)
+    words = _article(rng, 700).split()
+    a, b, page = (fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text})) for doc_id, text in
+                  [("a", " ".join(words)), ("b", " ".join(words[:350]) + " " + _words(rng, 350)),
+                   ("page", " ".join(words[200:420]))])
+    far, asked = overlap(a, b), overlap(a, b, near=0.8)
+    assert far.containment_sampled and not asked.containment_sampled
+    assert asked.containment + 3 * asked.containment_error < 0.8
+    for ov in (far, asked):
+        assert relation(ov, 0.8, 0.8, CONTAINMENT_MIN_SHINGLES) is None
+    assert overlap(page, a) == overlap(page, a, near=0.8) and overlap(page, a).containment_sampled
