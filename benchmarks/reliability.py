@@ -53,6 +53,10 @@ def table_lines(results: list[dict[str, Any]]) -> list[str]:
             lines.append(f"{r['scenario']:>13} {'ERROR' if 'error' in r else 'skipped'}: "
                          f"{(r.get('error') or r.get('skipped', '')).splitlines()[0][:150]}")
             continue
+        if "accounting_error" in r:
+            lines.append(f"{r['scenario']:>13} all {r['ids_judged']:,} ids judged, final accounting failed: "
+                         f"{r['accounting_error'][:150]}")
+            continue
         if "stopped_after_s" in r:
             lines.append(f"{r['scenario']:>13} stopped after {r['stopped_after_s']:.0f} s: {r['ids_judged']:,} of "
                          f"{r['documents']:,} ids judged (no final accounting)")
@@ -89,7 +93,7 @@ def detail(r: dict[str, Any]) -> str:
     if name == "backlog":
         growth, peak_growth = r["rss_growth_last_40_percent"], r.get("rss_peak_growth_last_40_percent")
         tail = r.get("rss_growth_last_100k")
-        records = ("" if "stopped_after_s" in r else f"{r['verdict_records_per_id']} verdict records per id (most "
+        records = ("" if "stopped_after_s" in r or "accounting_error" in r else f"{r['verdict_records_per_id']} verdict records per id (most "
                    f"{r['most_verdict_records_for_an_id']}), ")
         return (f"{r.get('ids_judged', r['documents']):,} documents: {records}false stalls {r['false_stalls']}, "
                 f"gaps {r['gaps']}, RSS "
