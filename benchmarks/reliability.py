@@ -93,7 +93,8 @@ def detail(r: dict[str, Any]) -> str:
     if name == "backlog":
         growth, peak_growth = r["rss_growth_last_40_percent"], r.get("rss_peak_growth_last_40_percent")
         tail = r.get("rss_growth_last_100k")
-        records = ("" if "stopped_after_s" in r or "accounting_error" in r else f"{r['verdict_records_per_id']} verdict records per id (most "
+        unaccounted = "stopped_after_s" in r or "accounting_error" in r
+        records = ("" if unaccounted else f"{r['verdict_records_per_id']} verdict records per id (most "
                    f"{r['most_verdict_records_for_an_id']}), ")
         return (f"{r.get('ids_judged', r['documents']):,} documents: {records}false stalls {r['false_stalls']}, "
                 f"gaps {r['gaps']}, RSS "
