@@ -53,6 +53,10 @@ def table_lines(results: list[dict[str, Any]]) -> list[str]:
             lines.append(f"{r['scenario']:>13} {'ERROR' if 'error' in r else 'skipped'}: "
                          f"{(r.get('error') or r.get('skipped', '')).splitlines()[0][:150]}")
             continue
+        if "accounting_error" in r:
+            lines.append(f"{r['scenario']:>13} all {r['ids_judged']:,} ids judged, final accounting failed: "
+                         f"{r['accounting_error'][:150]}")
+            continue
         if "stopped_after_s" in r:
             lines.append(f"{r['scenario']:>13} stopped after {r['stopped_after_s']:.0f} s: {r['ids_judged']:,} of "
                          f"{r['documents']:,} ids judged (no final accounting)")
@@ -88,14 +92,17 @@ def detail(r: dict[str, Any]) -> str:
                 + (f", SIGKILL at {killed:,} ids judged" if killed is not None else ""))
     if name == "backlog":
         growth, peak_growth = r["rss_growth_last_40_percent"], r.get("rss_peak_growth_last_40_percent")
-        records = ("" if "stopped_after_s" in r else f"{r['verdict_records_per_id']} verdict records per id (most "
+        tail = r.get("rss_growth_last_100k")
+        unaccounted = "stopped_after_s" in r or "accounting_error" in r
+        records = ("" if unaccounted else f"{r['verdict_records_per_id']} verdict records per id (most "
                    f"{r['most_verdict_records_for_an_id']}), ")
         return (f"{r.get('ids_judged', r['documents']):,} documents: {records}false stalls {r['false_stalls']}, "
                 f"gaps {r['gaps']}, RSS "
                 f"{(r['rss_last'] or 0) / 2**20:,.0f} MiB at the end, "
                 f"{'n/a' if growth is None else f'{growth:+.1%}'} over the last 40% of the documents (high-water "
                 f"mark {(r.get('rss_peak') or 0) / 2**20:,.0f} MiB, "
-                f"{'n/a' if peak_growth is None else f'{peak_growth:+.1%}'}), worker CPU "
+                f"{'n/a' if peak_growth is None else f'{peak_growth:+.1%}'}; the last 100,000 documents "
+                f"{'n/a' if tail is None else f'{tail:+.1%}'}), worker CPU "
                 f"{r.get('worker_cpu_ms_per_document')} ms per document")
     if name in ("broker-pause", "broker-outage"):
         exits = ", ".join(f"{e['code']} at {e['at_s']:.0f} s" for e in r["worker_exits"]) or "none"

@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from benchmarks.poison import KINDS, bad_messages, kind_of
+from benchmarks.reliability_backlog import rss_by_share
 from benchmarks.retention import copies_found, retention_stream, rule_check
 from benchmarks.tang import cipher_stream
 from stream.errors import DocumentError
@@ -97,3 +98,17 @@ def test_the_backlog_stream_repeats_the_corpus_under_a_substitution_of_each_roun
             index[g].append(i)
         sets.append(grams)
     assert close <= 0.01 * 2 * len(poems), close
+
+
+def test_the_backlog_reports_rss_by_share_and_over_its_last_100k_documents() -> None:
+    # (seconds, ids judged, RSS, CPU) every 10,000 ids to 500,000: RSS climbs by 1 MiB per 10,000 ids
+    # to 300,000, then stays, with one 50 MiB spike at 450,000 (a memtable before its flush)
+    mib = 1 << 20
+    samples = [(float(i), 10_000 * i, (100 + min(i, 30) + (50 if i == 45 else 0)) * mib, float(i))
+               for i in range(51)]
+    figures = rss_by_share(samples)
+    assert figures["rss_by_share"] == {"20%": 110 * mib, "40%": 120 * mib, "60%": 130 * mib,
+                                       "80%": 130 * mib, "100%": 130 * mib}
+    assert figures["rss_growth_last_100k"] == 0.0  # 130 MiB at 400,000 and at the end
+    assert figures["rss_peak_growth_last_100k"] == round(180 / 130 - 1, 3)  # the spike after 400,000
+    assert rss_by_share(samples[:8])["rss_growth_last_100k"] is None  # 70,000 judged: no 100,000 to compare
