@@ -88,8 +88,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if warm is not None:
         warm.terminate()  # when the run ended first (numba writes each cache file whole, or not at all)
         if warm.wait() == 0:  # complete: the kernels the tests compiled since count too
-            _stamp_path(config.rootpath).parent.mkdir(exist_ok=True)
-            _stamp_path(config.rootpath).write_text(_cache_stamp(config.rootpath))
+            stamp = _stamp_path(config.rootpath)
+            stamp.parent.mkdir(exist_ok=True)
+            stamp.write_text(_cache_stamp(config.rootpath))
         os.unlink(os.environ.pop(WARM_LOCK))
 
 
