@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
-from stream.detect import warm_up
+from stream.detect import WARM_TEXT, sampled_texts, warm_up
 from stream.fingerprint import parse_document
 from stream.index import BlockIndex
 from stream.service import metrics
@@ -69,11 +69,14 @@ class Pipeline:
     def warm_up(self) -> None:
         """Load at start-up what the first batch would otherwise wait for: the segmenter's dictionary
         (measured: the first fingerprint of a fresh process takes 0.6 s, later ones < 1 ms) and the
-        index's compiled kernels (``stream.detect.warm_up``, on a throwaway index). The text is long
-        enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
-        doc = parse_document({"id": "warm-up", "text": "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 10})
+        compiled kernels of the index and of verification (``stream.detect.warm_up``, on a throwaway
+        index). The text is long enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
+        fingerprint = self.documents.fingerprinter.fingerprint
+        sampled = [fingerprint(parse_document({"id": f"warm-up-{n}", "text": text}))
+                   for n, text in enumerate(sampled_texts())]
         index = BlockIndex(None, k=self.probes.matching.k, bands=self.probes.config.band_tables, store=MemoryStore())
-        warm_up(self.probes.matching.detector(index), self.documents.fingerprinter.fingerprint(doc))
+        warm_up(self.probes.matching.detector(index), fingerprint(parse_document({"id": "warm-up", "text": WARM_TEXT})),
+                sampled)
 
     def documents_batch(self, records: Sequence[InputRecord]) -> None:
         self._forward(self.documents.handle(records))
