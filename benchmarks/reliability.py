@@ -124,7 +124,8 @@ def detail(r: dict[str, Any]) -> str:
 
 @click.command()
 @click.option("--size", type=click.Choice(sorted(SIZES)), default="full", show_default=True,
-              help="full: the sizes issue 17 asks for (~12-15 min on 2 cores); small: a quick run (~4 min).")
+              help="full: the sizes docs/service.md lists (~23 min on 2 cores, 8 of them the backlog); "
+                   "small: a quick run (~4 min).")
 @click.option("--scenarios", default=",".join(SCENARIOS), show_default=True,
               help="Comma-separated scenarios to run.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, help="Where the JSON goes.")
