@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -45,6 +46,7 @@ from typing import Any
 import click
 
 from benchmarks.common import machine, pyplot, stamp, versions
+from benchmarks.reliability_backlog import cpu_seconds
 from stream.service.commands.verdicts import percentile
 from stream.service.runtime.embedded import EmbeddedBroker
 from topology import DEFAULT_INDEX_PARTITIONS
@@ -238,6 +240,7 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
             t_publish = time.time()
             _publish(broker.bootstrap, f"documents-{tag}", values, rate=rate, producer=producer)
         got = _collect(broker.bootstrap, f"verdicts-{tag}", len(values) + len(warm), timeout=600)
+        cpu = sum(cpu_seconds(p.pid) for p in procs)  # start-up and warm-up included, as the scan's
     finally:
         for p in procs:
             p.terminate()
@@ -257,6 +260,7 @@ def run_pipeline(broker: EmbeddedBroker, tmp: Path, values: list[bytes], workers
         "layout": layout_name(layout), "documents": len(values), "verdicts": len(firsts),
         "revisions": sum(1 for _, v, _ in got if v is not None and v.get("revised")),
         "docs_per_s": round(len(firsts) / max(1e-9, done - t_publish), 1) if rate is None else None,
+        "cpu_ms_per_doc": round(cpu * 1000 / len(values), 3),
         "offered_rate": rate,
         "published": "backlog" if paused_s is not None else "live",
         "workers_paused_s": paused_s,
@@ -326,7 +330,7 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
         click.echo(f"pass-through agent (Faust defaults): {results['pass_through_default']} msgs/s")
         results["pass_through_tuned"] = round(run_pass_through(broker, tmp, values, tuned=True), 1)
         click.echo(f"pass-through agent (tuned batching): {results['pass_through_tuned']} msgs/s")
-        scans: list[float] = []
+        scans: list[dict[str, float]] = []
         runs: list[dict[str, Any]] = []
         for n in range(rounds):
             for layout in layouts:
@@ -342,8 +346,10 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
                     r.update(round=n, scan_docs_per_s=before, scan_after_docs_per_s=after)
                     runs.append(r)
         results["publish"] = publish
-        results["scan_rounds"] = scans
-        results["scan_docs_per_s"] = round(median(scans), 1)
+        results["scan_rounds"] = [scan["docs_per_s"] for scan in scans]
+        results["scan_cpu_ms_per_doc_rounds"] = [scan["cpu_ms_per_doc"] for scan in scans]
+        results["scan_docs_per_s"] = round(median(results["scan_rounds"]), 1)
+        results["scan_cpu_ms_per_doc"] = round(median(results["scan_cpu_ms_per_doc_rounds"]), 3)
         results["throughput"] = runs
         results["latency_vs_rate"] = _latency_sweep(broker, tmp, values, runs[0], rates, seconds)
         results["latency_at_half_peak"] = min(results["latency_vs_rate"],
@@ -358,6 +364,10 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
                              for r in pairs if r["layout"] == c] for c in results["layouts"]}
             results[key + "_rounds"] = per_round
             results[key] = {c: round(median(ratios), 2) for c, ratios in per_round.items()}
+        # the streaming tax: one worker's CPU per document (start-up included) against one scan's
+        results["ratio_1_worker_cpu_vs_scan"] = {
+            c: round(median(r["cpu_ms_per_doc"] for r in runs if r["layout"] == c and r["workers"] == 1)
+                     / max(1e-9, results["scan_cpu_ms_per_doc"]), 2) for c in results["layouts"]}
         results["every_document_answered"] = all(r["verdicts"] == len(values) for r in runs)
         results["worker_logs"] = str(tmp)
     results["machine"] = machine()
@@ -368,7 +378,7 @@ def command(documents: int, partitions: str, rates: str, seconds: float, out: st
     click.echo(json.dumps({k: results[k] for k in ("ratio_vs_pass_through_default", "ratio_vs_pass_through_tuned",
                                                    "ratio_2_workers_vs_scan", "ratio_2_workers_vs_scan_rounds",
                                                    "ratio_2_workers_vs_scan_before_rounds",
-                                                   "every_document_answered")}))
+                                                   "ratio_1_worker_cpu_vs_scan", "every_document_answered")}))
     click.echo(f"wrote {out_dir / name}.json and .png (worker logs in {tmp})")
 
 
@@ -388,26 +398,33 @@ def _latency_sweep(broker: EmbeddedBroker, tmp: Path, values: list[bytes], one: 
     return sweep
 
 
-def _scan(tmp: Path, values: list[bytes], scans: list[float], n: int) -> float:
-    """One `dedup scan` run (``run_scan``), printed and added to ``scans``."""
-    scan = round(run_scan(tmp, values), 1)
+def _scan(tmp: Path, values: list[bytes], scans: list[dict[str, float]], n: int) -> float:
+    """One `dedup scan` run (``run_scan``), printed and added to ``scans``; its documents/s."""
+    scan = run_scan(tmp, values)
     scans.append(scan)
-    click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scan} docs/s")
-    return scan
+    click.echo(f"round {n + 1}: dedup scan, one process (start-up included): {scan['docs_per_s']} docs/s, "
+               f"{scan['cpu_ms_per_doc']} ms of CPU per document")
+    return scan["docs_per_s"]
 
 
-def run_scan(tmp: Path, values: list[bytes]) -> float:
-    """Documents/s of one `dedup scan` process over ``values``, start-up included."""
+def run_scan(tmp: Path, values: list[bytes]) -> dict[str, float]:
+    """Documents/s and CPU ms per document of one `dedup scan` process over ``values``, start-up included."""
     path, warm = tmp / "scan-input.jsonl", tmp / "scan-warm-up.jsonl"
     path.write_bytes(b"\n".join(values) + b"\n")
     warm.write_bytes(b"\n".join(values[:50]) + b"\n")
     # an untimed run first, as the workers get (their warm-up): a fresh install compiles its numba
     # kernels once (measured: 210 docs/s cold against ~1,000 warm)
     for run in (warm, path):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _children_cpu()
         subprocess.run([sys.executable, "-m", "stream", "scan", str(run), "--out", os.devnull], check=True,
                        stderr=subprocess.DEVNULL)
-    return len(values) / (time.perf_counter() - started)
+    return {"docs_per_s": round(len(values) / (time.perf_counter() - started), 1),
+            "cpu_ms_per_doc": round((_children_cpu() - cpu) * 1000 / len(values), 3)}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:
