@@ -22,14 +22,14 @@ if TYPE_CHECKING:
         build_verdict,
         later_matches,
     )
-    from stream.detect.warm import WARM_TEXT, sampled_texts, warm_up
+    from stream.detect.warm import WARM_TEXT, warm_up, warm_up_fingerprints
 
 _MODULE_OF = {
     **dict.fromkeys(["DecodedFingerprints", "Detector"], "detector"),
     **dict.fromkeys(["MatchSettings", "differences"], "match_settings"),
     **dict.fromkeys(["MAX_MATCHES", "Match", "MatchSummary", "Order", "Verdict", "build_verdict", "later_matches"],
                     "verdict"),
-    **dict.fromkeys(["WARM_TEXT", "sampled_texts", "warm_up"], "warm"),
+    **dict.fromkeys(["WARM_TEXT", "warm_up", "warm_up_fingerprints"], "warm"),
 }
 __getattr__ = lazy_exports(__name__, _MODULE_OF)
 
@@ -46,6 +46,6 @@ __all__ = [
     "build_verdict",
     "differences",
     "later_matches",
-    "sampled_texts",
     "warm_up",
+    "warm_up_fingerprints",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from stream.detect.detector import Detector
-from stream.fingerprint import Fingerprint
+from stream.fingerprint import Fingerprint, Fingerprinter, parse_document
 from stream.index import compile_rare_kernels
 
 # a short text (its sketch keeps every hash) for the index's paths
@@ -18,6 +18,14 @@ def sampled_texts() -> list[str]:
     ~800 shingles): one, a shorter one holding most of it and a longer one holding all of it."""
     chars = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(1100))
     return [chars[:800], chars[:700] + chars[900:960], chars[:1000]]
+
+
+def warm_up_fingerprints(fingerprinter: Fingerprinter) -> tuple[Fingerprint, list[Fingerprint]]:
+    """What ``warm_up`` takes: the fingerprints of ``WARM_TEXT`` and of ``sampled_texts()``."""
+    def of(doc_id: str, text: str) -> Fingerprint:
+        return fingerprinter.fingerprint(parse_document({"id": doc_id, "text": text}))
+
+    return of("warm-up", WARM_TEXT), [of(f"warm-up-{n}", text) for n, text in enumerate(sampled_texts())]
 
 
 def warm_up(detector: Detector, fp: Fingerprint, sampled: Sequence[Fingerprint] = ()) -> None:

@@ -11,8 +11,8 @@ import pytest
 pytestmark = pytest.mark.integration  # starts processes of its own (see pyproject.toml)
 
 SCRIPT = """
-from stream.detect import Detector, sampled_texts, warm_up
-from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document, sketch
+from stream.detect import Detector, warm_up, warm_up_fingerprints
+from stream.fingerprint import FingerprintConfig, Fingerprinter, sketch
 from stream.index import BlockIndex
 from stream.index.bands import memtable as bandmap
 from stream.index.bands import runs
@@ -27,16 +27,14 @@ compiled = lambda: {name for name in names if getattr(kernels, name).signatures}
     name for name in run_names if getattr(runs, name).signatures}
 assert compiled() == set() and not sketch._sample_hits.signatures, compiled()
 fingerprinter = Fingerprinter(FingerprintConfig(segmenter="jieba"))
-text = "床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 4
-fp = fingerprinter.fingerprint(parse_document({"id": "x", "text": text}))
-sampled = [fingerprinter.fingerprint(parse_document({"id": str(n), "text": t})) for n, t in enumerate(sampled_texts())]
+fp, sampled = warm_up_fingerprints(fingerprinter)
 assert all(one.sketch.sample is not None for one in sampled)
 detector = Detector(BlockIndex(None, k=3, bands=fingerprinter.config.band_tables))
 warm_up(detector, fp, sampled)
 print(sorted(compiled()))
 assert sketch._sample_hits.signatures
 assert compiled() == set(names) | set(band_names) | set(run_names), compiled()
-assert [m.id for m in detector.probe(fp, (9.0, "x"))] == ["warm-up-1", "warm-up-2", "warm-up-3"]
+assert [m.id for m in detector.probe(fp, (9.0, fp.doc_id))] == ["warm-up-1", "warm-up-2", "warm-up-3"]
 # a batch that splits hot roots calls the kernels with the types warm_up compiled them for
 import random
 rng = random.Random(1)

@@ -19,7 +19,7 @@ from unittest import mock
 
 import numpy as np
 
-from stream.detect import WARM_TEXT, sampled_texts, warm_up
+from stream.detect import WARM_TEXT, warm_up, warm_up_fingerprints
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
 from stream.fingerprint.features import IDF_WEIGHTINGS, idf_features, idf_simhash
 from stream.fingerprint.shingles import shingle_hashes
@@ -76,9 +76,7 @@ def main(index_only: bool) -> None:
     finally:
         index_part.kill()  # stopped with this process when the run ends first
     # what is still missing: the real fingerprint's own types, its normalization loaded from the cache
-    sampled = [fingerprinter.fingerprint(parse_document({"id": f"warm-up-{n}", "text": text}))
-               for n, text in enumerate(sampled_texts())]
-    warm_up(detector, fingerprinter.fingerprint(doc), sampled)
+    warm_up(detector, *warm_up_fingerprints(fingerprinter))
 
 
 if __name__ == "__main__":

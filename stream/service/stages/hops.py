@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
-from stream.detect import WARM_TEXT, sampled_texts, warm_up
-from stream.fingerprint import parse_document
+from stream.detect import warm_up, warm_up_fingerprints
 from stream.index import BlockIndex
 from stream.service import metrics
 from stream.service.stages.documents import DocumentStage
@@ -71,12 +70,8 @@ class Pipeline:
         (measured: the first fingerprint of a fresh process takes 0.6 s, later ones < 1 ms) and the
         compiled kernels of the index and of verification (``stream.detect.warm_up``, on a throwaway
         index). The text is long enough for the compiled normalizer, whose tables take ~50-300 ms to build."""
-        fingerprint = self.documents.fingerprinter.fingerprint
-        sampled = [fingerprint(parse_document({"id": f"warm-up-{n}", "text": text}))
-                   for n, text in enumerate(sampled_texts())]
         index = BlockIndex(None, k=self.probes.matching.k, bands=self.probes.config.band_tables, store=MemoryStore())
-        warm_up(self.probes.matching.detector(index), fingerprint(parse_document({"id": "warm-up", "text": WARM_TEXT})),
-                sampled)
+        warm_up(self.probes.matching.detector(index), *warm_up_fingerprints(self.documents.fingerprinter))
 
     def documents_batch(self, records: Sequence[InputRecord]) -> None:
         self._forward(self.documents.handle(records))
