@@ -1,10 +1,11 @@
-"""Helpers shared by the benchmarks: locating the shared corpora, saving JSON and charts."""
+"""Helpers shared by the benchmarks: locating the shared corpora, CPU time of processes, saving JSON and charts."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -20,6 +21,18 @@ def shared_dir() -> Path | None:
     here = Path(__file__).resolve()
     candidates += [p / "shared" for p in (Path.cwd().parent, here.parents[1].parent)]
     return next((c for c in candidates if (c / "corpora").is_dir()), None)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """User and system CPU seconds of this process's children that have been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def machine() -> dict[str, Any]:

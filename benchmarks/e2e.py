@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -45,8 +44,7 @@ from typing import Any
 
 import click
 
-from benchmarks.common import machine, pyplot, stamp, versions
-from benchmarks.reliability_backlog import cpu_seconds
+from benchmarks.common import children_cpu_seconds, cpu_seconds, machine, pyplot, stamp, versions
 from stream.service.commands.verdicts import percentile
 from stream.service.runtime.embedded import EmbeddedBroker
 from topology import DEFAULT_INDEX_PARTITIONS
@@ -415,16 +413,11 @@ def run_scan(tmp: Path, values: list[bytes]) -> dict[str, float]:
     # an untimed run first, as the workers get (their warm-up): a fresh install compiles its numba
     # kernels once (measured: 210 docs/s cold against ~1,000 warm)
     for run in (warm, path):
-        started, cpu = time.perf_counter(), _children_cpu()
+        started, cpu = time.perf_counter(), children_cpu_seconds()
         subprocess.run([sys.executable, "-m", "stream", "scan", str(run), "--out", os.devnull], check=True,
                        stderr=subprocess.DEVNULL)
     return {"docs_per_s": round(len(values) / (time.perf_counter() - started), 1),
-            "cpu_ms_per_doc": round((_children_cpu() - cpu) * 1000 / len(values), 3)}
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+            "cpu_ms_per_doc": round((children_cpu_seconds() - cpu) * 1000 / len(values), 3)}
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:

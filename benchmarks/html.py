@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 import click
 
-from benchmarks.common import DEFAULT_OUT, commit, pyplot, save_json, stamp, versions
+from benchmarks.common import DEFAULT_OUT, children_cpu_seconds, commit, pyplot, save_json, stamp, versions
 from benchmarks.web.evaluate import extraction_figures, load_pages, load_truth
 from benchmarks.web.tracks import DEFAULT_CACHE, track_paths
 
@@ -51,14 +50,13 @@ def _command(method: str, path: Path) -> list[str]:
 
 def run_once(method: str, path: Path) -> tuple[float, float]:
     """(wall seconds, child CPU seconds) of one whole process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu_seconds()
     started = time.perf_counter()
     done = subprocess.run(_command(method, path), capture_output=True, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise click.ClickException(f"{method} failed: {done.stderr.strip()[-500:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, children_cpu_seconds() - before
 
 
 def measure(path: Path, pages: int, rounds: int, methods: list[str]) -> dict[str, Any]:

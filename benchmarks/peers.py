@@ -23,7 +23,6 @@ line (time to first verdict).
 from __future__ import annotations
 
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from typing import Any
 
 import click
 
-from benchmarks.common import commit, pyplot, save_json, stamp, versions
+from benchmarks.common import children_cpu_seconds, commit, pyplot, save_json, stamp, versions
 from benchmarks.corpus_zh import default_corpus
 from benchmarks.scan import corpus_options, sample
 
@@ -90,14 +89,13 @@ ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRIT
 
 def run_once(command: list[str]) -> tuple[float, float]:
     """(wall seconds, child CPU seconds) of one whole process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu_seconds()
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=ENV)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise click.ClickException(f"{command[:4]} failed: {done.stderr.strip()[-500:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, children_cpu_seconds() - before
 
 
 def first_verdict(one: Path) -> float:

@@ -7,7 +7,6 @@ documents should add < 10%)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import urllib.request
@@ -15,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import cpu_seconds
 from benchmarks.reliability_run import Run, encode
 from benchmarks.tang import cipher_stream
 from stream.service.stages.gather import REVISION_INTERVAL
@@ -37,12 +37,6 @@ def rereads(port: int) -> dict[str, int]:
     for kind, value in re.findall(r'^dedup_input_rereads\{[^}]*kind="(\w+)"[^}]*\} (\S+)$', text, re.MULTILINE):
         counts[kind] = counts.get(kind, 0) + int(float(value))
     return counts
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def judge_and_sample(pid: int, watch: VerdictWatch, ids: int, timeout: float, every: float = 10.0,
