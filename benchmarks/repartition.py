@@ -2,8 +2,9 @@
 
 A deployment's changelogs on the embedded tansu broker, written without workers (a worker judges ~1,000
 documents/s here, so a 1M-document deployment would take hours to build): each document's record with a
-random 64-bit fingerprint, 24 random band values and a 600-byte payload (the size of a serialized
-fingerprint with its sketch), its place and version keys, and a finished gather state; built by the same
+random 64-bit fingerprint, 24 random band values and a ~600-byte payload (a serialized fingerprint
+whose exact sketch holds 128 random shingle hashes, so ~8 anchors route it as a text's would; one of
+4,096 such payloads), its place and version keys, and a finished gather state; built by the same
 re-keying as the command (from one partition to the old count). Then the command's own function reads
 them back, rebuilds the index for the new count and writes the new changelogs; the figure is that
 whole run. Random fingerprints have no near copies: the index's buckets stay small, as on a corpus with
@@ -18,8 +19,11 @@ import time
 from typing import Any
 
 import click
+import numpy as np
 
 from benchmarks.common import DEFAULT_OUT, pyplot, save_json, stamp
+from stream.fingerprint import Fingerprint, without_bands
+from stream.fingerprint.sketch import SketchSpec, make_sketch
 from stream.index import StoredDocument
 from stream.service.settings import load_settings
 from stream.service.stages.gather_state import GatherState
@@ -27,7 +31,6 @@ from stream.service.stages.messages import Source, dumps
 from stream.service.stages.probe import VERSION_KEY, source_key
 
 BANDS = 24  # FingerprintConfig().band_tables: 28 table keys per document with the k + 1 = 4 SimHash tables
-PAYLOAD = 600
 
 
 def synthetic_state(n: int, seed: int = 7) -> tuple[Any, list[list[tuple[bytes, bytes]]]]:
@@ -38,12 +41,13 @@ def synthetic_state(n: int, seed: int = 7) -> tuple[Any, list[list[tuple[bytes, 
     rng = random.Random(seed)
     state = BlockState(skip_prefix=KEY_PREFIX, config=dumps({"version": 8, "k": 3, "bits": 64, "bands": BANDS}),
                        settings=b'{"synthetic": true}')
-    payload = rng.randbytes(PAYLOAD)
+    payloads = _payloads(rng)
     gather = []
     for i in range(n):
         doc, ts, fp = f"doc-{i:08d}", 1.7e9 + i, rng.getrandbits(64)
         bands = tuple((rng.getrandbits(64), 0) for _ in range(BANDS))
-        state.add_document(StoredDocument(fp, ts, frozenset(range(4 + BANDS)), bands, doc, payload))
+        state.add_document(StoredDocument(fp, ts, frozenset(range(4 + BANDS)), bands, doc,
+                                          payloads[i % len(payloads)]))
         source = Source("documents", i % 8, i // 8, ts)
         state.sources[source_key((ts, doc))] = source.round_id.encode()
         version = [ts, ts, source.partition, source.offset]
@@ -52,6 +56,18 @@ def synthetic_state(n: int, seed: int = 7) -> tuple[Any, list[list[tuple[bytes, 
                          version=(ts, ts, source.partition, source.offset), expected=1, got=[0], published=True)
         gather.append((doc.encode(), dumps(gs.to_json())))
     return state, [gather]
+
+
+def _payloads(rng: random.Random, count: int = 4096, shingles: int = 128) -> list[bytes]:
+    """Serialized fingerprints (without bands, as the index stores them) of random shingle sets."""
+    spec = SketchSpec()
+    out = []
+    for i in range(count):
+        hashes = np.unique(np.array([rng.getrandbits(64) for _ in range(shingles)], dtype=np.uint64))
+        fp = Fingerprint(f"payload-{i}", rng.getrandbits(64), rng.randbytes(16), make_sketch(hashes, spec), [],
+                         "bench-repartition", spec)
+        out.append(without_bands(fp.to_bytes()))
+    return out
 
 
 def build_old(settings: Any, n: int) -> float:

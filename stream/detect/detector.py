@@ -26,7 +26,7 @@ from stream.detect.match_settings import (
 from stream.detect.verdict import CONTAINED, SIMILAR, Match, Order, Verdict, build_verdict
 from stream.fingerprint import Fingerprint, split_bands, without_bands
 from stream.fingerprint.scores import Overlap, overlap
-from stream.index import BatchBands, BlockIndex, IndexHit
+from stream.index import AnchorOwner, BatchBands, BlockIndex, IndexHit
 
 
 def relation(ov: Overlap, threshold: float, containment_threshold: float, min_shingles: int,
@@ -91,11 +91,12 @@ class Detector:
                  containment_threshold: float = CONTAINMENT_THRESHOLD,
                  containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES, retention: float | None = None,
                  containment_margin: float = CONTAINMENT_MARGIN, decoded: DecodedFingerprints | None = None,
-                 anchor_cap: int | None = None) -> None:
+                 anchor_cap: int | None = None, anchor_owner: AnchorOwner | None = None) -> None:
         """``decoded``: the cache stored fingerprints are decoded through (a caller that decodes or
         serializes the same fingerprints elsewhere shares its own; None: one of this detector's).
         ``anchor_cap``: also verify the candidates of an anchor table with this cap on its posting
-        lists (``BlockIndex.use_anchors``; the index then keeps one); None: bands and SimHash only."""
+        lists (``BlockIndex.use_anchors``; the index then keeps one); None: bands and SimHash only.
+        ``anchor_owner``: the anchors that table proposes pairs by (a service partition's share)."""
         self.index = index
         self.decoded = decoded if decoded is not None else DecodedFingerprints()
         # retention: two documents match only when their event times are at most this far apart
@@ -114,7 +115,7 @@ class Detector:
         self.verified = 0
         self.anchors = anchor_cap is not None
         if anchor_cap is not None:
-            index.use_anchors(self.anchors_of, anchor_cap)
+            index.use_anchors(self.anchors_of, anchor_cap, anchor_owner)
 
     def anchors_of(self, payload: bytes) -> tuple[np.ndarray, int]:
         """A stored fingerprint's anchors (``Fingerprint.anchors``), decoded through the cache."""
@@ -158,7 +159,7 @@ class Detector:
         else:
             hits = self.index.query_many(simhashes, bands, chosen, once=self.once)
         if self.anchors:
-            hits = self._with_anchor_hits(hits, docs, simhashes, payloads)
+            hits = self._with_anchor_hits(hits, docs, simhashes, payloads, bands)
         # candidates from this batch are verified against the fingerprints in hand, not decoded again:
         # their hits carry the very payload objects passed in (alive until the call returns)
         batch_fps = {id(payload): fp for payload, fp in zip(payloads, docs, strict=True)}
@@ -169,9 +170,11 @@ class Detector:
         return out
 
     def _with_anchor_hits(self, hits: list[list[IndexHit]], docs: list[Fingerprint], simhashes: list[int],
-                          payloads: list[bytes]) -> list[list[IndexHit]]:
-        """Each document's hits plus the anchor table's proposals the tables did not find."""
-        extra = self.index.anchor_query_many(simhashes, payloads, [fp.doc_id for fp in docs])
+                          payloads: list[bytes], bands: BatchBands) -> list[list[IndexHit]]:
+        """Each document's hits plus the anchor table's proposals the tables did not find (here: a
+        partition's tables find only the pairs of the tables it owns; the index leaves out every pair
+        some table finds)."""
+        extra = self.index.anchor_query_many(simhashes, payloads, [fp.doc_id for fp in docs], bands)
         out = []
         for found, more in zip(hits, extra, strict=True):
             if more:

@@ -14,7 +14,7 @@ from stream.errors import ConfigError
 
 if TYPE_CHECKING:  # not at run time: reading settings (every command does) must not load the index and numba
     from stream.detect.detector import DecodedFingerprints, Detector
-    from stream.index import BlockIndex
+    from stream.index import AnchorOwner, BlockIndex
 
 # Containment rule defaults (docs/detect.md, "Design choices"): a pair whose similarity is below the
 # threshold is still reported, as "contained", when at least this share of the shorter document's
@@ -52,13 +52,13 @@ class MatchSettings:
             raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
 
     def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None,
-                 anchor_cap: int | None = None) -> Detector:
-        """A detector with these settings (``decoded``, ``anchor_cap``: see ``Detector``)."""
+                 anchor_cap: int | None = None, anchor_owner: AnchorOwner | None = None) -> Detector:
+        """A detector with these settings (``decoded``, ``anchor_cap``, ``anchor_owner``: see ``Detector``)."""
         from stream.detect.detector import Detector
 
         return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
                         containment_min_shingles=self.containment_min_shingles, retention=self.retention,
-                        decoded=decoded, anchor_cap=anchor_cap)
+                        decoded=decoded, anchor_cap=anchor_cap, anchor_owner=anchor_owner)
 
     def describe(self) -> dict[str, Any]:
         """The settings that decide which pairs are reported (``max_matches`` only shortens the lists)."""

@@ -8,6 +8,7 @@ runs), ``document/`` (one document at a time: deletes, expiry, the reference), a
 """
 
 from stream.index.anchors import DEFAULT_CAP as DEFAULT_ANCHOR_CAP
+from stream.index.anchors import AnchorOwner
 from stream.index.batch.data import BatchBands
 from stream.index.block_index import BlockIndex
 from stream.index.layout import TableLayout
@@ -27,6 +28,7 @@ __all__ = [
     "CONFIG_KEY",
     "DEFAULT_ANCHOR_CAP",
     "DERIVED_NAMESPACES",
+    "AnchorOwner",
     "BatchBands",
     "BlockIndex",
     "IndexHit",

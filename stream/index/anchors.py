@@ -3,15 +3,21 @@
 MinHash bands collide for two texts of similar size; a page 1/50 the size of an archive that holds it
 shares no whole-document band with it. Both keep every shingle hash below a fixed bound (the
 fingerprint's ``anchors``: ~1/16 of a text's shingles), so they share the anchors of the page's
-shingles. The table proposes a pair when the two share at least ``MIN_SHARED`` anchors and at least
-half of the anchors the smaller side has under the pair's bound (``proposed_many``); the detector
-verifies it as any other candidate.
+shingles. The table proposes a pair when the two share a *cool* anchor, and at least ``MIN_SHARED``
+anchors and at least half of the anchors the smaller side has under the pair's bound
+(``proposed_many``); the detector verifies it as any other candidate.
 
 Hot anchors: a hash many documents share (a site's template, a license footer) says nothing about a
 pair, and its posting list would make every probe long. An anchor held by more than ``cap`` documents
-(among those a probe may see) proposes nothing; its entries are kept, so the rule depends on the live
-documents only and deletes, expiry and a rebuild leave the table exactly as inserting the live
-documents in order would.
+(among those a probe may see) proposes no pair, but counts among the shared ones of a pair a cool
+anchor proposes. Its entries are kept, so the rule depends on the live documents only and deletes,
+expiry and a rebuild leave the table exactly as inserting the live documents in order would.
+
+Split over partitions (the service): ``owns`` says which anchors a table proposes by. A partition
+holds every document that has one of its anchors (with all of that document's entries), so it counts
+its anchors' holders exactly, and a pair's shared anchors by the entries of the pair's stored side;
+each pair is proposed where one of its cool shared anchors is owned, so the union over the partitions
+is what one table of every document proposes (docs/decisions/anchor-table-partitions.md).
 
 Derived state, like the band map: the index rebuilds it from its records' payloads on open
 (``anchors_of`` reads a payload's anchors), and its writes keep it in step.
@@ -35,6 +41,8 @@ import numpy as np
 AnchorsOf = Callable[[bytes], tuple[np.ndarray, int]]
 # A query: (its sorted anchors, their bound, the handle it sees the documents below of; None: all)
 AnchorQuery = tuple[np.ndarray, int, int | None]
+# Which anchors of an array a table proposes pairs by: a boolean mask (a partition's share of them)
+AnchorOwner = Callable[[np.ndarray], np.ndarray]
 MIN_SHARED = 2  # one shared hash is chance (1/16 of a shared common phrase)
 DEFAULT_CAP = 64  # documents per anchor beyond which it proposes nothing (docs/decisions/anchor-candidates.md)
 ANCHOR_BITS = 28  # anchors are below 2^32 / 16 (Fingerprint.anchors' share)
@@ -47,10 +55,11 @@ _SEAL_AT = 1 << 16  # entries added before they are sorted into a run (a query s
 class AnchorTable:
     """anchor -> handles in sorted runs, and per handle its anchor count and bound (module doc)."""
 
-    def __init__(self, anchors_of: AnchorsOf, cap: int = DEFAULT_CAP) -> None:
+    def __init__(self, anchors_of: AnchorsOf, cap: int = DEFAULT_CAP, owns: AnchorOwner | None = None) -> None:
+        """``owns``: which of an array of anchors this table proposes pairs by (module doc); None: all."""
         if cap < 1:
             raise ValueError("the anchor cap must be >= 1")
-        self.anchors_of, self.cap = anchors_of, cap
+        self.anchors_of, self.cap, self.owns = anchors_of, cap, owns
         self._runs: list[np.ndarray] = []  # sorted uint64 entries, oldest (largest) first
         self._dead: list[int] = []  # per run, its deleted entries
         self._pending: list[np.ndarray] = []  # entries not yet in a run
@@ -110,9 +119,10 @@ class AnchorTable:
 
     def proposed_many(self, queries: Sequence[AnchorQuery]) -> list[list[int]]:
         """Per query, the handles of the documents (below its ``before``, if given) it is proposed
-        with: ``MIN_SHARED`` anchors in common and half of the smaller side's anchors under the lower
-        of the two bounds (a document's anchors above the other's bound cannot be shared; their count
-        there is its anchors' share of the lower bound). In ascending order."""
+        with: a cool anchor in common that this table owns, and ``MIN_SHARED`` anchors in common and
+        half of the smaller side's anchors under the lower of the two bounds (a document's anchors
+        above the other's bound cannot be shared; their count there is its anchors' share of the
+        lower bound), hot anchors counted. In ascending order."""
         self._seal()
         out: list[list[int]] = [[] for _ in queries]
         counts = np.array([len(anchors) for anchors, _, _ in queries], dtype=np.int64)
@@ -124,9 +134,8 @@ class AnchorTable:
             raise ValueError(f"anchor table: anchors must be below 2^{ANCHOR_BITS} (got {int(anchors.max())})")
         last = int(_HANDLE_MASK)  # no stored handle + 1 reaches it (add)
         ends = np.array([last if b is None else min(b + 1, last) for _, _, b in queries], dtype=np.uint64)
-        pairs, shared = self._shared(anchors << _SHIFT, owner, np.repeat(ends, counts))
-        keep = shared >= MIN_SHARED
-        pairs, shared = pairs[keep], shared[keep]
+        owned = np.ones(len(anchors), dtype=bool) if self.owns is None else self.owns(anchors)
+        pairs, shared, hot = self._shared(anchors << _SHIFT, owner, np.repeat(ends, counts), owned)
         query, stored = pairs >> _SHIFT, pairs & _HANDLE_MASK
         sizes, others = self._documents.of(stored)
         bounds = np.array([b for _, b, _ in queries], dtype=np.int64)[query]
@@ -134,16 +143,24 @@ class AnchorTable:
         starts = np.cumsum(counts) - counts
         under = np.searchsorted((owner << np.uint64(32)) | anchors, (query << np.uint64(32)) | low.astype(np.uint64))
         mine = np.where(low < bounds, under - starts[query], counts[query])
-        theirs = sizes * low / others
-        proposed = 2 * shared >= np.minimum(mine, theirs)
+        smaller = np.minimum(mine, sizes * low / others)
+        proposed = _passes(shared, smaller)
+        # the others may pass on the hot anchors they hold too
+        rest = np.bincount(owner[hot].astype(np.int64), minlength=len(queries))[query]
+        unsure = ~proposed & _passes(shared + rest, smaller)
+        if unsure.any():
+            total = shared[unsure] + self._held_by(anchors[hot], owner[hot], query[unsure], stored[unsure])
+            proposed[unsure] = _passes(total, smaller[unsure])
         for q, handle in zip(query[proposed].tolist(), (stored[proposed] - np.uint64(1)).tolist(), strict=True):
             out[q].append(handle)
         return out
 
-    def _shared(self, firsts: np.ndarray, owner: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query << 36 | handle + 1, anchors in common) of every pair a query's anchors that are
-        not hot reach, in ascending order: ``firsts`` are the queries' anchors' keys (handle bits 0),
-        ``ends`` the handles + 1 their ranges end before."""
+    def _shared(self, firsts: np.ndarray, owner: np.ndarray, ends: np.ndarray, owned: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query << 36 | handle + 1, anchors in common that are not hot) of every pair an owned cool
+        anchor of its query reaches, in ascending order, and which of the queries' anchors are hot:
+        ``firsts`` are the queries' anchors' keys (handle bits 0), ``ends`` the handles + 1 their
+        ranges end before. A table holds every anchor of its documents, so the count is exact."""
         # searched in key order: consecutive searches then walk the same path down a run (cache hits)
         order = np.argsort(firsts)
         starts, stops = firsts[order] | np.uint64(1), firsts[order] | ends[order]
@@ -160,16 +177,35 @@ class AnchorTable:
             his.append(hi)
         held = sum((hi - lo for lo, hi in zip(los, his, strict=True)), np.zeros(len(firsts), dtype=np.int64))
         cool = (held > 0) & (held <= self.cap)
-        found = []
+        found, proposing = [], []
         for run, lo, hi in zip(self._runs, los, his, strict=True):
             lo, lengths = lo[cool], (hi - lo)[cool]
             if not lengths.any():
                 continue
             positions = np.arange(lengths.sum()) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
             found.append((np.repeat(owner[cool], lengths) << _SHIFT) | (run[positions] & _HANDLE_MASK))
+            proposing.append(np.repeat(owned[cool], lengths))
+        hot = held > self.cap
         if not found:
-            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate(found), return_counts=True)
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), hot
+        pairs, at, shared = np.unique(np.concatenate(found), return_inverse=True, return_counts=True)
+        reached = np.zeros(len(pairs), dtype=bool)
+        reached[at[np.concatenate(proposing)]] = True  # an owned cool anchor in common: proposed here
+        return pairs[reached], shared[reached], hot
+
+    def _held_by(self, anchors: np.ndarray, owner: np.ndarray, query: np.ndarray, stored: np.ndarray) -> np.ndarray:
+        """Per pair (``query``, ``stored``: handle + 1), how many of the query's ``anchors`` (``owner``:
+        their queries, ascending) the stored document holds: its entry is in a run."""
+        starts = np.searchsorted(owner, query)
+        lengths = np.searchsorted(owner, query, side="right") - starts
+        pair = np.repeat(np.arange(len(query)), lengths)
+        positions = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        keys = (anchors[positions] << _SHIFT) | np.repeat(stored, lengths)
+        held = np.zeros(len(keys), dtype=bool)
+        for run in self._runs:
+            if len(run):
+                held |= run[np.minimum(np.searchsorted(run, keys), len(run) - 1)] == keys
+        return np.bincount(pair, weights=held, minlength=len(query)).astype(np.int64)
 
     def _seal(self) -> None:
         """The pending entries sorted into a run; then runs merged while the one before the newest is
@@ -272,3 +308,8 @@ def _merged(runs: list[np.ndarray], dead: bool) -> np.ndarray:
     run = np.concatenate(runs)
     run.sort(kind="stable")
     return run[(run & _HANDLE_MASK) != 0] if dead else run
+
+
+def _passes(shared: np.ndarray, smaller: np.ndarray) -> np.ndarray:
+    """The rule on a pair's anchors in common and its smaller side's anchors under the lower bound."""
+    return (shared >= MIN_SHARED) & (2 * shared >= smaller)

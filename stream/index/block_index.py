@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from stream.index.anchors import DEFAULT_CAP as DEFAULT_ANCHOR_CAP
-from stream.index.anchors import AnchorsOf, AnchorTable
+from stream.index.anchors import AnchorOwner, AnchorsOf, AnchorTable
 from stream.index.bands.tables import DEFAULT_MEMTABLE_ENTRIES, BandTables
 from stream.index.batch import calls as batch
 from stream.index.batch.data import BatchBands
@@ -191,18 +191,21 @@ class BlockIndex:
 
     # -- anchors (index/anchors.py) -------------------------------------------------------------
 
-    def use_anchors(self, anchors_of: AnchorsOf, cap: int = DEFAULT_ANCHOR_CAP) -> None:
+    def use_anchors(self, anchors_of: AnchorsOf, cap: int = DEFAULT_ANCHOR_CAP,
+                    owns: AnchorOwner | None = None) -> None:
         """Keep an anchor table from here on: built from the records there are (``anchors_of`` reads
-        a payload's anchors), then kept in step by every insert, delete and expiry."""
-        self._state.anchors = AnchorTable(anchors_of, cap)
+        a payload's anchors), then kept in step by every insert, delete and expiry. ``owns``: the
+        anchors it proposes pairs by (a service partition's; None: all; index/anchors.py)."""
+        self._state.anchors = AnchorTable(anchors_of, cap, owns)
         self._state.restore_anchors()
 
-    def anchor_query_many(self, fingerprints: Sequence[int], payloads: Sequence[bytes],
-                          doc_ids: Sequence[str]) -> list[list[IndexHit]]:
+    def anchor_query_many(self, fingerprints: Sequence[int], payloads: Sequence[bytes], doc_ids: Sequence[str],
+                          bands: BatchBands | None = None) -> list[list[IndexHit]]:
         """For each document, the indexed documents the anchor table proposes with it (``via="anchor"``),
         sorted by (distance, doc_id): each one's payload read by ``anchors_of``; a document indexed
-        by this call's batch sees the ones before it, as ``query_insert_many`` does."""
-        return anchor_query.query_many(self._state, fingerprints, payloads, doc_ids)
+        by this call's batch sees the ones before it, as ``query_insert_many`` does. With ``bands``
+        (each document's), the pairs the tables find (within k, a band value in common) are left out."""
+        return anchor_query.query_many(self._state, fingerprints, payloads, doc_ids, bands)
 
     # -- the service's routing and recovery -------------------------------------------------------
 

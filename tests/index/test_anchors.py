@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +31,17 @@ def anchors_of(payload: bytes) -> tuple[np.ndarray, int]:
 
 def model_proposals(live: list[tuple[Any, set[int], int]], mine: set[int], bound: int, cap: int = CAP) -> list[Any]:
     """The rule written out over the live documents (in insert order): anchors held by more than CAP
-    documents propose nothing; a pair needs 2 shared and half of the smaller side's anchors under the
-    lower bound."""
+    documents propose nothing; a pair needs a cool anchor in common, 2 in common (hot ones counted)
+    and half of the smaller side's anchors under the lower bound."""
     holders = {a: [doc for doc, anchors, _ in live if a in anchors] for a in mine}
     out = []
     for doc, anchors, other in live:
-        shared = sum(1 for a in mine & anchors if len(holders[a]) <= cap)
+        cool = any(len(holders[a]) <= cap for a in mine & anchors)
+        shared = len(mine & anchors)
         low = min(bound, other)
         mine_under = sum(1 for a in mine if a < low)
         theirs = len(anchors) * low / other
-        if shared >= 2 and 2 * shared >= min(mine_under, theirs):
+        if cool and shared >= 2 and 2 * shared >= min(mine_under, theirs):
             out.append(doc)
     return sorted(out)
 
@@ -109,9 +111,36 @@ def test_a_hot_anchor_proposes_nothing_until_deletes_cool_it() -> None:
     index.use_anchors(anchors_of, CAP)
     for i in range(CAP + 1):  # anchors 1 and 2 in CAP + 1 documents, 10 + i in one each
         index.insert(i, f"d{i}", payload=payload_of({1, 2, 10 + i}))
-    assert proposals(index, {1, 2, 10}) == []
+    assert proposals(index, {1, 2, 99}) == []
+    assert proposals(index, {1, 2, 10}) == ["d0"]  # the cool 10 proposes; the hot 1 and 2 count
     assert index.delete("d3")
-    assert proposals(index, {1, 2, 10}) == ["d0", "d1", "d2"]
+    assert proposals(index, {1, 2, 99}) == ["d0", "d1", "d2"]
+
+
+def owner_of(partition: int, partitions: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda anchors: anchors % partitions == partition
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(anchor_sets, st.sampled_from([BOUND, BOUND // 2])), max_size=20), anchor_sets,
+       st.sampled_from([BOUND, BOUND // 2]), st.integers(2, 4))
+def test_partitions_owning_a_share_of_the_anchors_propose_together_what_one_table_does(
+        docs: list, query: set[int], bound: int, partitions: int) -> None:
+    """As the service splits it: each partition holds every document with one of its anchors and
+    proposes by its anchors only; the union of their proposals is one table's."""
+    whole = BlockIndex(k=3)
+    whole.use_anchors(anchors_of, CAP)
+    parts = [BlockIndex(k=3) for _ in range(partitions)]
+    for p, part in enumerate(parts):
+        part.use_anchors(anchors_of, CAP, owner_of(p, partitions))
+    for n, (anchors, doc_bound) in enumerate(docs):
+        whole.insert(n, f"d{n}", payload=payload_of(anchors, doc_bound))
+        for p in {a % partitions for a in anchors}:
+            parts[p].insert(n, f"d{n}", payload=payload_of(anchors, doc_bound))
+    together = sorted({doc for part in parts for doc in proposals(part, query, bound)})
+    assert together == proposals(whole, query, bound)
+    live = [(f"d{n}", anchors, b) for n, (anchors, b) in enumerate(docs)]
+    assert together == model_proposals(live, query, bound)
 
 
 def test_a_reopened_index_rebuilds_the_table_from_its_records(tmp_path: Path) -> None:

@@ -11,14 +11,14 @@ import pytest
 
 from stream.detect import Match
 from stream.errors import ConfigError
-from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
-from stream.index import BlockIndex, StoredDocument
+from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter, parse_document
+from stream.index import BlockIndex, StoredDocument, rebuild_derived_keys
 from stream.service.stages.gather import held_key
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import Source, dumps
 from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
 from stream.service.stages.rekey import BlockState, Placement, block_partitions, gather_partitions, routed
-from stream.service.stages.routing import doc_partition, tables_by_partition
+from stream.service.stages.routing import doc_partition, routes, tables_by_partition
 from stream.storage import MemoryStore
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tang_small.jsonl"
@@ -132,12 +132,20 @@ def test_the_placement_is_where_the_new_partitions_hold_each_document() -> None:
     for partition, items in block_partitions(state, new):
         store = MemoryStore()
         store.write_ops(sorted(items))
+        rebuild_derived_keys(store)  # as the worker does after recovery: the changelog holds records only
         index = BlockIndex(None, k=3, bands=FingerprintConfig().band_tables, store=store)
         for doc in docs:
-            if any(hit.doc_id == doc.doc_id for hit in index.query(doc.fingerprint, doc.bands)):
+            if index.document(doc.doc_id) is not None:
                 holding[doc.doc_id].append(partition)
-    # where a deployment with 16 partitions from the start routes each document
-    routes = {d.doc_id: sorted(tables_by_partition(layout.routing_keys(d.fingerprint, d.bands), 16)) for d in docs}
-    assert {d.doc_id: placement.partitions(d.doc_id) for d in docs} == holding == routes
+                # indexed in the tables it owns there, and in none for its anchors alone
+                found = any(hit.doc_id == doc.doc_id for hit in index.query(doc.fingerprint, doc.bands))
+                assert found == (partition in tables_by_partition(layout.routing_keys(doc.fingerprint, doc.bands), 16))
+    # where a deployment with 16 partitions from the start routes each document: its table keys' and its
+    # anchors' partitions
+    expected = {d.doc_id: sorted(routes(layout.routing_keys(d.fingerprint, d.bands),
+                                        Fingerprint.from_bytes(d.payload).anchors()[0], 16)) for d in docs}
+    assert {d.doc_id: placement.partitions(d.doc_id) for d in docs} == holding == expected
+    assert any(set(expected[d.doc_id]) - set(tables_by_partition(layout.routing_keys(d.fingerprint, d.bands), 16))
+               for d in docs)  # some partitions hold a document for its anchors alone
     assert any(len(p) < 16 for p in holding.values())  # else the placement would say nothing
     assert placement.partitions("never-indexed") == []

@@ -627,3 +627,29 @@ def test_a_document_read_again_after_a_revision_gets_its_revised_verdict_again()
     later = [json.loads(v) for t, k, v in out.sent if t == "verdicts" and k == b"later"]
     assert [(v["verdict"], v["canonical"], v["revised"]) for v in later] == [
         ("unique", None, False), ("duplicate", "earlier", True), ("duplicate", "earlier", True)]
+
+
+def _pages(rng: random.Random, n: int) -> str:
+    return " ".join(f"p{rng.randrange(4000)}" for _ in range(n))
+
+
+def test_short_pages_inside_an_archive_are_found_at_every_index_partition_count() -> None:
+    """No band collides between a 150-word page and a 1,500-word archive of ten such pages; the anchor
+    table proposes them. Each partition proposes by the anchors it owns, and a document goes to every
+    partition owning one of its anchors, so 1, 2, 5, 16 and 128 index partitions find the same pairs
+    (at 128 a document's 28 table keys reach ~25 of them: without its anchors' partitions most pairs
+    would not meet)."""
+    rng = random.Random(11)
+    pages = [_pages(rng, 150) for _ in range(10)]
+    docs = [{"id": "archive", "text": " ".join(pages), "ts": 0.0}]
+    docs += [{"id": f"page{i}", "text": page, "ts": 1.0 + i} for i, page in enumerate(pages)]
+    docs += [{"id": f"other{i}", "text": _pages(rng, 150), "ts": 20.0 + i} for i in range(5)]
+    rng.shuffle(docs)  # pages before the archive too: they are revised when it arrives
+    values: list[bytes | tuple[bytes, None]] = [json.dumps(d).encode() for d in docs]
+    single, _ = _run(values, frozenset(), topics=Topics("probe", "gather", "verdicts", "dlq", 1, 1))
+    for i in range(10):
+        assert [m["id"] for m in single[f"page{i}"]["matches"]] == ["archive"], single[f"page{i}"]
+    assert all(single[f"other{i}"]["verdict"] == "unique" for i in range(5))
+    for index_partitions in (2, 5, 16, 128):
+        topics = Topics("probe", "gather", "verdicts", "dlq", 3, index_partitions)
+        assert _run(values, frozenset(), topics=topics)[0] == single, index_partitions

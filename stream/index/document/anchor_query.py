@@ -4,36 +4,52 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stream.index.records import RECORD_HEAD, IndexHit, doc_key, record_tail
+import numpy as np
+
+from stream.index.batch.data import BatchBands
+from stream.index.records import PAYLOAD_FLAG, RECORD_HEAD, IndexHit, doc_key, record_tail
 from stream.index.state import IndexState
 
 
-def query_many(state: IndexState, fingerprints: Sequence[int], payloads: Sequence[bytes],
-               doc_ids: Sequence[str]) -> list[list[IndexHit]]:
+def query_many(state: IndexState, fingerprints: Sequence[int], payloads: Sequence[bytes], doc_ids: Sequence[str],
+               bands: BatchBands | None = None) -> list[list[IndexHit]]:
     """Each document's proposals among the documents indexed before it: those with a lower handle
-    when it is indexed with a handle of its own, else every one (module doc of index/anchors.py)."""
+    when it is indexed with a handle of its own, else every one (module doc of index/anchors.py).
+    With ``bands`` (each document's), a pair the tables find (within k, or a band value in common) is
+    left out: it is a candidate already, wherever its tables are."""
     table = state.anchors
     if table is None:
         raise ValueError("this index keeps no anchor table (BlockIndex.use_anchors)")
-    if not len(fingerprints) == len(payloads) == len(doc_ids):
+    if not len(fingerprints) == len(payloads) == len(doc_ids) == (len(doc_ids) if bands is None else len(bands)):
         raise ValueError(f"{len(fingerprints)} fingerprints, {len(payloads)} payloads, {len(doc_ids)} ids")
     own = state.kv.multi_get([doc_key(doc_id) for doc_id in doc_ids])
     queries = [(*table.anchors_of(payload), None if raw_handle is None else int.from_bytes(raw_handle, "big"))
                for payload, raw_handle in zip(payloads, own, strict=True)]
     proposed = table.proposed_many(queries)
-    return [_hits(state, fingerprint, handles) if handles else []
-            for fingerprint, handles in zip(fingerprints, proposed, strict=True)]
+    return [_hits(state, fingerprint, handles, None if bands is None else bands[i]) if handles else []
+            for i, (fingerprint, handles) in enumerate(zip(fingerprints, proposed, strict=True))]
 
 
-def _hits(state: IndexState, fingerprint: int, handles: list[int]) -> list[IndexHit]:
+def _hits(state: IndexState, fingerprint: int, handles: list[int],
+          bands: Sequence[tuple[int, int]] | np.ndarray | None) -> list[IndexHit]:
     found = []
-    head = state.codec.head
+    head, k = state.codec.head, state.layout.k
+    values = None if bands is None or not len(bands) else np.asarray(bands, dtype=np.uint64)[:, 0].astype(">u8")
     for value in state.records(handles):
         if value is None:  # not in the table's derived state unless recorded; a store edited behind it
             continue
         stored, ts, n = RECORD_HEAD.unpack_from(value)
+        distance = (stored ^ fingerprint).bit_count()
+        if values is not None and (distance <= k or _band_in_common(value, head, n, values)):
+            continue
         payload, start = record_tail(value, head, n)
-        doc_id = value[start:].decode("utf-8", "surrogatepass")
-        found.append(IndexHit(doc_id, (stored ^ fingerprint).bit_count(), ts, stored, "anchor", payload))
+        found.append(IndexHit(value[start:].decode("utf-8", "surrogatepass"), distance, ts, stored, "anchor", payload))
     found.sort(key=lambda hit: (hit.distance, hit.doc_id))
     return found
+
+
+def _band_in_common(record: bytes, head: int, n: int, query: np.ndarray) -> bool:
+    """A band value in common (the pair's band table finds it); a record without every band: no."""
+    if (n & ~PAYLOAD_FLAG) < len(query):
+        return False
+    return bool(np.any(np.frombuffer(record, dtype=">u8", count=len(query), offset=head) == query))

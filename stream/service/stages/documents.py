@@ -1,5 +1,6 @@
 """Stage 1: parse, fingerprint, route. Each document goes to its id's home gather partition as a
-``Route``: its header, its fingerprint and the tables of each index partition that owns one of its keys;
+``Route``: its header, its fingerprint and the tables of each index partition that owns one of its keys
+or anchors (``routing.routes``);
 the home sends the probe items, to those partitions and to any that may hold an earlier version of the
 id (``GatherState.route``). Of the records of an id in a batch only the newest version is judged
 (``messages.Version``; the others are superseded); a record that cannot be parsed or fingerprinted is
@@ -21,7 +22,7 @@ from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Header, Route, Version, version_of
 from stream.service.stages.output import Output
-from stream.service.stages.routing import doc_partition, tables_by_partition
+from stream.service.stages.routing import doc_partition, routes
 from stream.service.stages.stage_values import Hops, InputRecord, Topics
 
 log = logging.getLogger("dedup.documents")
@@ -80,7 +81,7 @@ class DocumentStage:
         order = (_event_time(doc, rec), doc.id)
         version = version_of(order[0], rec.source)
         n = self.topics.index_partitions
-        targets = {} if fp.empty else tables_by_partition(self.router.routing_keys(fp.simhash, fp.bands), n)
+        targets = {} if fp.empty else routes(self.router.routing_keys(fp.simhash, fp.bands), fp.anchors()[0], n)
         header = Header(doc.id, round_id, 0, rec.source, order, fp.simhash, fp.schema, fp.empty, version=version)
         raw = fp.to_bytes() if targets else b""
         if raw and self.decoded is not None:  # this worker's partitions take it from here without decoding it

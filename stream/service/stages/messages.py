@@ -194,8 +194,9 @@ class Revisions:
 @dataclass(frozen=True)
 class Route:
     """A document for its home gather partition (``routing.doc_partition`` of its id), which sends its
-    probe items: ``tables``, per index partition owning one of its keys, the tables it owns there (none
-    for a deletion or an empty document). The header's ``expected`` is the home's to set."""
+    probe items: ``tables``, per index partition owning one of its keys or anchors, the tables it owns
+    there (``routing.ANCHORS_ONLY`` for anchors alone; none for a deletion or an empty document). The
+    header's ``expected`` is the home's to set."""
 
     header: Header
     fp: bytes

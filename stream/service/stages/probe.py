@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from stream.detect import DecodedFingerprints, Detector, Match, MatchSettings, Order, differences
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import BlockIndex, IndexHit
+from stream.index import DEFAULT_ANCHOR_CAP, BlockIndex, IndexHit
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import (
@@ -30,7 +32,7 @@ from stream.service.stages.messages import (
     version_from_json,
 )
 from stream.service.stages.output import Output
-from stream.service.stages.routing import doc_partition
+from stream.service.stages.routing import ANCHORS_ONLY, anchor_partitions, doc_partition
 from stream.service.stages.stage_values import Topics
 from stream.storage import BufferedStore, KVStore
 
@@ -116,7 +118,10 @@ class ProbeStage:
         except ValueError as exc:
             raise ConfigError(f"block table partition {partition}: {exc}") from None
         self._check_settings(partition, buffered)
-        detector = self.matching.detector(index, once=self.verify_once, decoded=self.decoded)
+        owner, partitions = np.int64(partition), self.topics.index_partitions
+        detector = self.matching.detector(index, once=self.verify_once, decoded=self.decoded,
+                                          anchor_cap=DEFAULT_ANCHOR_CAP,
+                                          anchor_owner=lambda anchors: anchor_partitions(anchors, partitions) == owner)
         opened = self._detectors[partition] = (store, detector, buffered)
         return opened
 
@@ -227,7 +232,8 @@ class ProbeStage:
             return
         replaced = [detector.index.document(item.doc) for item, _, _ in run]
         all_matches = detector.probe_many([fp for _, fp, _ in run], [order for _, _, order in run],
-                                          [item.tables for item, _, _ in run], fp_bytes=[item.fp for item, _, _ in run])
+                                          [index_tables(item.tables) for item, _, _ in run],
+                                          fp_bytes=[item.fp for item, _, _ in run])
         all_matches = self._with_sources(partition, run, replaced, all_matches)
         n = self.topics.gather_partitions
         for (item, fp, order), matches in zip(run, all_matches, strict=True):
@@ -312,3 +318,8 @@ def _sortable(ts: float) -> bytes:
 def source_key(order: Order) -> bytes:
     """The key of a document's input position: by order, so that retention deletes a range."""
     return SOURCE_PREFIX + _sortable(order[0]) + b"\x00" + order[1].encode("utf-8", "surrogatepass")
+
+
+def index_tables(tables: list[int]) -> list[int]:
+    """An item's index tables (none for a document indexed here for its anchors alone)."""
+    return [t for t in tables if t != ANCHORS_ONLY]

@@ -19,14 +19,16 @@ import numpy as np
 
 from stream.detect import MAX_MATCHES
 from stream.errors import ConfigError
+from stream.fingerprint import Fingerprint
 from stream.index import CONFIG_KEY, BatchBands, BlockIndex, StoredDocument, TableLayout, key_kind, read_records
 from stream.service.stages.gather import HELD_PREFIX
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import dumps, loads, version_from_json
-from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
-from stream.service.stages.routing import doc_partition, tables_by_partition
+from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, index_tables, source_key
+from stream.service.stages.routing import doc_partition, routes
 
 INSERT_CHUNK = 4096
+_NO_ANCHORS = np.empty(0, dtype=np.uint32)
 KeyValues = list[tuple[bytes, bytes]]
 
 
@@ -129,8 +131,9 @@ def routed(state: BlockState, partitions: int) -> Routed:
         if sum(1 << t for t, _ in keys) != state.masks[row]:
             raise ConfigError(f"document {state.ids[row]!r} is indexed in other tables than its fingerprint routes "
                               "to: the index was built by other settings")
-        for partition, tables in tables_by_partition(keys, partitions).items():
-            out[partition].append((row, tuple(tables)))
+        anchors = Fingerprint.from_bytes(state.payloads[row]).anchors()[0] if state.payloads[row] else _NO_ANCHORS
+        for partition, tables in routes(keys, anchors, partitions).items():
+            out[partition].append((row, tuple(index_tables(tables))))
     return out
 
 

@@ -10,6 +10,12 @@ import zlib
 from collections import defaultdict
 from collections.abc import Iterable
 
+import numpy as np
+
+# In a probe item's tables: the partition indexes the document for its anchors alone (it owns one of
+# them and none of its table keys); an item with no tables at all drops the document there.
+ANCHORS_ONLY = -1
+
 
 def bucket_partition(table: int, prefix: bytes, partitions: int) -> int:
     """Partition owning the top-level bucket ``prefix`` of ``table`` and all its split descendants."""
@@ -27,3 +33,18 @@ def tables_by_partition(routing_keys: Iterable[tuple[int, bytes]], partitions: i
     for table, prefix in routing_keys:
         grouped[bucket_partition(table, prefix, partitions)].append(table)
     return dict(grouped)
+
+
+def anchor_partitions(anchors: np.ndarray, partitions: int) -> np.ndarray:
+    """Partition owning each anchor (the anchor table's share, index/anchors.py). Anchors are shingle
+    hashes below 2^28, uniform in every bit: their remainder is as stable and as even as a crc."""
+    return anchors.astype(np.int64) % partitions
+
+
+def routes(routing_keys: Iterable[tuple[int, bytes]], anchors: np.ndarray, partitions: int) -> dict[int, list[int]]:
+    """``tables_by_partition``, and ``[ANCHORS_ONLY]`` for each other partition owning one of ``anchors``:
+    a pair that shares a cool anchor meets in its owner (docs/decisions/anchor-table-partitions.md)."""
+    grouped = tables_by_partition(routing_keys, partitions)
+    for partition in np.unique(anchor_partitions(anchors, partitions)).tolist():
+        grouped.setdefault(partition, [ANCHORS_ONLY])
+    return grouped
