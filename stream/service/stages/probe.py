@@ -32,7 +32,7 @@ from stream.service.stages.messages import (
     version_from_json,
 )
 from stream.service.stages.output import Output
-from stream.service.stages.routing import ANCHORS_ONLY, anchor_partitions, doc_partition
+from stream.service.stages.routing import anchor_partitions, doc_partition, index_tables
 from stream.service.stages.stage_values import Topics
 from stream.storage import BufferedStore, KVStore
 
@@ -318,8 +318,3 @@ def _sortable(ts: float) -> bytes:
 def source_key(order: Order) -> bytes:
     """The key of a document's input position: by order, so that retention deletes a range."""
     return SOURCE_PREFIX + _sortable(order[0]) + b"\x00" + order[1].encode("utf-8", "surrogatepass")
-
-
-def index_tables(tables: list[int]) -> list[int]:
-    """An item's index tables (none for a document indexed here for its anchors alone)."""
-    return [t for t in tables if t != ANCHORS_ONLY]

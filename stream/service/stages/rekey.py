@@ -24,8 +24,8 @@ from stream.index import CONFIG_KEY, BatchBands, BlockIndex, StoredDocument, Tab
 from stream.service.stages.gather import HELD_PREFIX
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import dumps, loads, version_from_json
-from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, index_tables, source_key
-from stream.service.stages.routing import doc_partition, routes
+from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
+from stream.service.stages.routing import doc_partition, index_tables, routes
 
 INSERT_CHUNK = 4096
 _NO_ANCHORS = np.empty(0, dtype=np.uint32)

@@ -35,6 +35,11 @@ def tables_by_partition(routing_keys: Iterable[tuple[int, bytes]], partitions: i
     return dict(grouped)
 
 
+def index_tables(tables: list[int]) -> list[int]:
+    """A probe item's index tables (none for a document indexed there for its anchors alone)."""
+    return [t for t in tables if t != ANCHORS_ONLY]
+
+
 def anchor_partitions(anchors: np.ndarray, partitions: int) -> np.ndarray:
     """Partition owning each anchor (the anchor table's share, index/anchors.py). Anchors are shingle
     hashes below 2^28, uniform in every bit: their remainder is as stable and as even as a crc."""
