@@ -198,3 +198,16 @@ def test_runs_merges_and_deleted_entries_keep_the_table_equal_to_its_rule(ops: l
             proposed = table.proposed(np.array(sorted(mine), dtype=np.uint32), BOUND, before)
             assert proposed == model_proposals(seen, mine, BOUND, CAP + 2)
     assert len(table) == len(live)
+
+
+def test_with_bands_a_pair_the_tables_find_is_left_out() -> None:
+    """A partition's tables find only their own pairs; with the documents' bands the anchor query
+    leaves out every pair some table finds (within k, or a band value in common)."""
+    index = BlockIndex(k=3, bands=2)
+    index.use_anchors(anchors_of, CAP)
+    index.insert(0b111, "near", bands=((5, 0), (6, 0)), payload=payload_of({1, 2, 3}))  # within k of the query
+    index.insert((1 << 40) - 1, "banded", bands=((7, 0), (8, 0)), payload=payload_of({1, 2, 3}))  # shares band value 8
+    index.insert((1 << 60) - 1, "other", bands=((9, 0), (10, 0)), payload=payload_of({1, 2, 3}))  # anchors alone
+    query = ([0], [payload_of({1, 2, 3})], ["q"])
+    assert sorted(hit.doc_id for hit in index.anchor_query_many(*query)[0]) == ["banded", "near", "other"]
+    assert [hit.doc_id for hit in index.anchor_query_many(*query, bands=[((1, 0), (8, 0))])[0]] == ["other"]

@@ -34,7 +34,7 @@ def _hits(state: IndexState, fingerprint: int, handles: list[int],
           bands: Sequence[tuple[int, int]] | np.ndarray | None) -> list[IndexHit]:
     found = []
     head, k = state.codec.head, state.layout.k
-    values = None if bands is None or not len(bands) else np.asarray(bands, dtype=np.uint64)[:, 0].astype(">u8")
+    values = None if bands is None or not len(bands) else _packed(bands)
     for value in state.records(handles):
         if value is None:  # not in the table's derived state unless recorded; a store edited behind it
             continue
@@ -48,8 +48,14 @@ def _hits(state: IndexState, fingerprint: int, handles: list[int],
     return found
 
 
-def _band_in_common(record: bytes, head: int, n: int, query: np.ndarray) -> bool:
-    """A band value in common (the pair's band table finds it); a record without every band: no."""
-    if (n & ~PAYLOAD_FLAG) < len(query):
+def _packed(bands: Sequence[tuple[int, int]] | np.ndarray) -> bytes:
+    """Band values as a record packs them (``records.pack_bands``)."""
+    return np.asarray(bands, dtype=np.uint64)[:, 0].astype(">u8").tobytes()
+
+
+def _band_in_common(record: bytes, head: int, n: int, query: bytes) -> bool:
+    """A band value in common (the pair's band table finds it); a record without every band: no.
+    ``query``: the band values as the record packs them (8 bytes each, big-endian)."""
+    if 8 * (n & ~PAYLOAD_FLAG) < len(query):
         return False
-    return bool(np.any(np.frombuffer(record, dtype=">u8", count=len(query), offset=head) == query))
+    return any(record[head + c : head + c + 8] == query[c : c + 8] for c in range(0, len(query), 8))
