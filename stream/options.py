@@ -68,6 +68,9 @@ SPECS = (
          "older index entries are deleted as newer documents arrive."),
     Spec(("--max-matches",), "max_matches", click.IntRange(1), MS.max_matches,
          "Matches a verdict lists at most (match_count counts them all)."),
+    Spec(("--anchor-cap",), "anchor_cap", click.IntRange(0), MS.anchor_cap,
+         "The anchor table finds a short text inside a long one; an anchor held by more documents proposes no "
+         "pair (0: no anchor table, cheaper: such pairs are then found only when a band collides)."),
     Spec(("--segmenter",), "segmenter", click.Choice(SEGMENTERS), FP.segmenter,
          "Word segmenter; all give the same tokens (auto: rjieba, else jieba)."),
     Spec(("--simhash-features",), "simhash_features", click.Choice(SIMHASH_FEATURES), FP.simhash_features,
@@ -108,5 +111,6 @@ def build(values: dict[str, Any], **fingerprint: Any) -> tuple[FingerprintConfig
     matching = MatchSettings(k=values["k"], threshold=values["threshold"],
                              containment_threshold=values["containment_threshold"],
                              containment_min_shingles=values["containment_min_shingles"],
-                             retention=_duration(values["retention"]), max_matches=values["max_matches"])
+                             retention=_duration(values["retention"]), max_matches=values["max_matches"],
+                             anchor_cap=values["anchor_cap"])
     return config, matching

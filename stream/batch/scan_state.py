@@ -27,7 +27,7 @@ from stream.detect import Detector, MatchSettings, differences
 from stream.errors import ConfigError
 from stream.fingerprint import FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import DEFAULT_ANCHOR_CAP, BlockIndex
+from stream.index import BlockIndex
 
 
 @dataclass
@@ -85,7 +85,7 @@ def open_state(path: str | None, config: FingerprintConfig, matching: MatchSetti
     fingerprinter = Fingerprinter(config, idf_path=str(Path(path) / "idf.json") if path else None)
     if path is None:
         index = BlockIndex(None, k=matching.k, bands=config.band_tables)
-        return ScanState(fingerprinter, matching.detector(index, anchor_cap=DEFAULT_ANCHOR_CAP), matching, 0, None)
+        return ScanState(fingerprinter, matching.detector(index), matching, 0, None)
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     next_seq = 0
@@ -103,6 +103,6 @@ def open_state(path: str | None, config: FingerprintConfig, matching: MatchSetti
         index = state_index(str(root / "index"), matching.k, config.band_tables)
     except ValueError as exc:  # e.g. an index of an older format: say which directory, without a traceback
         raise ConfigError(f"state {root}: {exc}") from exc
-    state = ScanState(fingerprinter, matching.detector(index, anchor_cap=DEFAULT_ANCHOR_CAP), matching, next_seq, root)
+    state = ScanState(fingerprinter, matching.detector(index), matching, next_seq, root)
     state.save()
     return state

@@ -29,6 +29,9 @@ CONTAINMENT_MARGIN = 0.75
 # whose error (Agresti & Coull) is already conservative; it clears the threshold by this margin
 # (docs/decisions/containment-sample-margin.md).
 CONTAINMENT_SAMPLE_MARGIN = 0.5
+# Documents per anchor beyond which it proposes no pair (index/anchors.py; 0: no anchor table). States
+# written before this setting existed were built with 64: ``describe`` leaves it out at that value.
+ANCHOR_CAP = 64
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class MatchSettings:
     containment_min_shingles: int = CONTAINMENT_MIN_SHINGLES  # the shorter document's minimum for 'contained'
     retention: float | None = None  # seconds: match only documents whose event times are this close
     max_matches: int = MAX_MATCHES  # matches a verdict lists (output only: not recorded)
+    anchor_cap: int = ANCHOR_CAP  # the anchor table's cap: a short text inside a long one (0: no table)
 
     def __post_init__(self) -> None:
         if not 0 <= self.k <= 31:
@@ -50,20 +54,24 @@ class MatchSettings:
             raise ConfigError(f"retention must be positive, got {self.retention}")
         if self.max_matches < 1:
             raise ConfigError(f"max_matches must be at least 1, got {self.max_matches}")
+        if self.anchor_cap < 0:
+            raise ConfigError(f"anchor_cap must be at least 0, got {self.anchor_cap}")
 
     def detector(self, index: BlockIndex, once: bool = False, decoded: DecodedFingerprints | None = None,
-                 anchor_cap: int | None = None, anchor_owner: AnchorOwner | None = None) -> Detector:
-        """A detector with these settings (``decoded``, ``anchor_cap``, ``anchor_owner``: see ``Detector``)."""
+                 anchor_owner: AnchorOwner | None = None) -> Detector:
+        """A detector with these settings (``decoded``, ``anchor_owner``: see ``Detector``)."""
         from stream.detect.detector import Detector
 
         return Detector(index, self.threshold, once=once, containment_threshold=self.containment_threshold,
                         containment_min_shingles=self.containment_min_shingles, retention=self.retention,
-                        decoded=decoded, anchor_cap=anchor_cap, anchor_owner=anchor_owner)
+                        decoded=decoded, anchor_cap=self.anchor_cap or None, anchor_owner=anchor_owner)
 
     def describe(self) -> dict[str, Any]:
         """The settings that decide which pairs are reported (``max_matches`` only shortens the lists)."""
         d = asdict(self)
         del d["max_matches"]
+        if d["anchor_cap"] == ANCHOR_CAP:
+            del d["anchor_cap"]
         return d
 
 

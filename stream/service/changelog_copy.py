@@ -64,7 +64,7 @@ def repartition(old_app_id: str, new: Settings, say: Callable[[str], None] = pri
     blocks = BlockState(skip_prefix=KEY_PREFIX)
     for items in _read_table(new, old.internal_name(BLOCKS), lambda key: key_kind(key) != "entry"):
         blocks.add_partition(items)
-    documents = routed(blocks, new.index_partitions)
+    documents = routed(blocks, new.index_partitions, anchors=new.anchor_cap > 0)
     placement = Placement.of(blocks, documents)
     gather = gather_partitions(_read_table(new, old.internal_name(GATHER)), new.index_partitions, KEY_PREFIX,
                                placement.partitions, new.max_matches)

@@ -69,6 +69,7 @@ class Settings:
     retention: float | None = None  # seconds; DEDUP_RETENTION / --retention take 30d, 12h, 900s
     late_allowance: float = 3600.0  # with retention: how late a document may arrive and find all it should
     max_matches: int = MatchSettings.max_matches
+    anchor_cap: int = MatchSettings.anchor_cap  # 0: no anchor table (docs/detect.md)
     segmenter: str = FingerprintConfig.segmenter
     simhash_features: str = FingerprintConfig.simhash_features
     weighting: str = FingerprintConfig.weighting
@@ -139,7 +140,7 @@ class Settings:
     def match_settings(self) -> MatchSettings:
         return MatchSettings(k=self.k, threshold=self.threshold, containment_threshold=self.containment_threshold,
                              containment_min_shingles=self.containment_min_shingles, retention=self.retention,
-                             max_matches=self.max_matches)
+                             max_matches=self.max_matches, anchor_cap=self.anchor_cap)
 
     def with_overrides(self, **values: Any) -> Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
@@ -160,8 +161,8 @@ def _coerce(name: str, raw: Any) -> Any:
             return _NONE
         return parse_duration(raw, name)
     if name in {"partitions", "index_partitions", "replication", "batch_size", "standby_replicas", "k", "metrics_port",
-                "fetch_max_wait_ms", "max_message_bytes", "containment_min_shingles", "max_matches", "bands",
-                "prefix_bands", "short_text_chars", "backlog_lag"}:
+                "fetch_max_wait_ms", "max_message_bytes", "containment_min_shingles", "max_matches", "anchor_cap",
+                "bands", "prefix_bands", "short_text_chars", "backlog_lag"}:
         try:
             return int(raw)
         except ValueError as exc:

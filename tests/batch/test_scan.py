@@ -70,6 +70,9 @@ def test_state_carries_over_between_runs(tmp_path: Path) -> None:
     assert found_pairs(v1 + v2) == truth_pairs()  # pairs across the two runs are found too
     result = dedup("scan", str(second), "--state", state, "--bands", "8")
     assert result.returncode == 3 and "schema" in result.stderr and "Traceback" not in result.stderr
+    # the anchor table changes which pairs are proposed: a state built with it is refused without it
+    result = dedup("scan", str(second), "--state", state, "--anchor-cap", "0")
+    assert result.returncode == 3 and "anchor_cap: None -> 0" in result.stderr, result.stderr
     # a state directory of an older index format is refused with a message, not a traceback
     from stream.storage import RocksStore
 

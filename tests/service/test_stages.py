@@ -51,12 +51,12 @@ class Out:
 
 
 def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = True, topics: Topics = TOPICS,
-            **probe_options: Any) -> Pipeline:
+            matching: MatchSettings = MATCHING, **probe_options: Any) -> Pipeline:
     stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     gather_stores: defaultdict[int, MemoryStore] = defaultdict(MemoryStore)
     decoded = DecodedFingerprints()  # as the worker's app: one, shared by both stages
-    return Pipeline(DocumentStage(CONFIG, MATCHING, topics, out, decoded),  # type: ignore[arg-type]
-                    ProbeStage(CONFIG, MATCHING, topics, stores.__getitem__, out, verify_once=verify_once,  # type: ignore[arg-type]
+    return Pipeline(DocumentStage(CONFIG, matching, topics, out, decoded),  # type: ignore[arg-type]
+                    ProbeStage(CONFIG, matching, topics, stores.__getitem__, out, verify_once=verify_once,  # type: ignore[arg-type]
                                decoded=decoded, **probe_options),
                     GatherStage(topics, out, gather_stores.__getitem__, clock=lambda: 1.0, revision_interval=0.0),  # type: ignore[arg-type]
                     out, topics, owned=lambda: owned)  # type: ignore[arg-type]
@@ -64,12 +64,12 @@ def _worker(out: Out, owned: Container[tuple[str, int]], verify_once: bool = Tru
 
 def _run(values: list[bytes | tuple[bytes, None]], owned: Container[tuple[str, int]], batch: int = 7,
          verify_once: bool = True, out: Out | None = None, topics: Topics = TOPICS,
-         **probe_options: Any) -> tuple[dict[str, Any], int]:
+         matching: MatchSettings = MATCHING, **probe_options: Any) -> tuple[dict[str, Any], int]:
     """Documents in batches (a (key, None) pair is a tombstone); the probe and gather messages sent over
     'Kafka' are consumed after each batch, as the agents would. Returns the final verdict per document
     (a tombstone removes one) and the number of internal messages."""
     out = out or Out()
-    pipeline = _worker(out, owned, verify_once, topics, **probe_options)
+    pipeline = _worker(out, owned, verify_once, topics, matching, **probe_options)
     internal = 0
     for i in range(0, len(values), batch):
         records = []
@@ -653,3 +653,8 @@ def test_short_pages_inside_an_archive_are_found_at_every_index_partition_count(
     for index_partitions in (2, 5, 16, 128):
         topics = Topics("probe", "gather", "verdicts", "dlq", 3, index_partitions)
         assert _run(values, frozenset(), topics=topics)[0] == single, index_partitions
+    # anchor_cap 0: no anchor table; only the first page, which the archive begins with, shares a
+    # (prefix) band with it
+    without, _ = _run(values, frozenset(), topics=Topics("probe", "gather", "verdicts", "dlq", 3, 2),
+                      matching=MatchSettings(anchor_cap=0))
+    assert [i for i in range(10) if without[f"page{i}"]["verdict"] != "unique"] == [0]

@@ -22,7 +22,7 @@ from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import Header, Route, Version, version_of
 from stream.service.stages.output import Output
-from stream.service.stages.routing import doc_partition, routes
+from stream.service.stages.routing import NO_ANCHORS, doc_partition, routes
 from stream.service.stages.stage_values import Hops, InputRecord, Topics
 
 log = logging.getLogger("dedup.documents")
@@ -37,6 +37,7 @@ class DocumentStage:
         self.decoded = decoded
         # routing only needs the table layout (k, bands), never any state
         self.router = TableLayout(k=matching.k, bands=config.band_tables)
+        self.anchors = matching.anchor_cap > 0  # route to the anchors' partitions too (the anchor table)
         self.topics = topics
         self.dead = DeadLetters(output, topics.dlq)
 
@@ -81,7 +82,8 @@ class DocumentStage:
         order = (_event_time(doc, rec), doc.id)
         version = version_of(order[0], rec.source)
         n = self.topics.index_partitions
-        targets = {} if fp.empty else routes(self.router.routing_keys(fp.simhash, fp.bands), fp.anchors()[0], n)
+        anchors = fp.anchors()[0] if self.anchors else NO_ANCHORS
+        targets = {} if fp.empty else routes(self.router.routing_keys(fp.simhash, fp.bands), anchors, n)
         header = Header(doc.id, round_id, 0, rec.source, order, fp.simhash, fp.schema, fp.empty, version=version)
         raw = fp.to_bytes() if targets else b""
         if raw and self.decoded is not None:  # this worker's partitions take it from here without decoding it

@@ -18,7 +18,7 @@ from stream.detect import DecodedFingerprints, Detector, Match, MatchSettings, O
 from stream.errors import ConfigError
 from stream.fingerprint import Fingerprint, FingerprintConfig, Fingerprinter
 from stream.fingerprint.schema import schema_changes
-from stream.index import DEFAULT_ANCHOR_CAP, BlockIndex, IndexHit
+from stream.index import BlockIndex, IndexHit
 from stream.service import metrics
 from stream.service.stages.dead_letters import DeadLetters, is_fault
 from stream.service.stages.messages import (
@@ -120,7 +120,6 @@ class ProbeStage:
         self._check_settings(partition, buffered)
         owner, partitions = np.int64(partition), self.topics.index_partitions
         detector = self.matching.detector(index, once=self.verify_once, decoded=self.decoded,
-                                          anchor_cap=DEFAULT_ANCHOR_CAP,
                                           anchor_owner=lambda anchors: anchor_partitions(anchors, partitions) == owner)
         opened = self._detectors[partition] = (store, detector, buffered)
         return opened

@@ -25,10 +25,9 @@ from stream.service.stages.gather import HELD_PREFIX
 from stream.service.stages.gather_state import GatherState
 from stream.service.stages.messages import dumps, loads, version_from_json
 from stream.service.stages.probe import SETTINGS_KEY, SOURCE_PREFIX, VERSION_KEY, source_key
-from stream.service.stages.routing import doc_partition, index_tables, routes
+from stream.service.stages.routing import NO_ANCHORS, doc_partition, index_tables, routes
 
 INSERT_CHUNK = 4096
-_NO_ANCHORS = np.empty(0, dtype=np.uint32)
 KeyValues = list[tuple[bytes, bytes]]
 
 
@@ -120,10 +119,11 @@ def _version(raw: bytes) -> tuple[float, float, int, int]:
 Routed = list[list[tuple[int, tuple[int, ...]]]]  # per new partition: (row, the tables it owns there)
 
 
-def routed(state: BlockState, partitions: int) -> Routed:
-    """Per new partition, its documents in canonical order (time, id) as (row, the tables it owns). A
-    document whose fingerprint routes to other tables than its records name is refused: its records
-    were written by other settings or code."""
+def routed(state: BlockState, partitions: int, anchors: bool = True) -> Routed:
+    """Per new partition, its documents in canonical order (time, id) as (row, the tables it owns),
+    routed by their anchors too unless the new deployment has no anchor table. A document whose
+    fingerprint routes to other tables than its records name is refused: its records were written by
+    other settings or code."""
     layout = state.layout()
     out: Routed = [[] for _ in range(partitions)]
     for row in sorted(range(len(state.ids)), key=lambda r: (state.times[r], state.ids[r])):
@@ -131,8 +131,9 @@ def routed(state: BlockState, partitions: int) -> Routed:
         if sum(1 << t for t, _ in keys) != state.masks[row]:
             raise ConfigError(f"document {state.ids[row]!r} is indexed in other tables than its fingerprint routes "
                               "to: the index was built by other settings")
-        anchors = Fingerprint.from_bytes(state.payloads[row]).anchors()[0] if state.payloads[row] else _NO_ANCHORS
-        for partition, tables in routes(keys, anchors, partitions).items():
+        payload = state.payloads[row]
+        held = Fingerprint.from_bytes(payload).anchors()[0] if anchors and payload else NO_ANCHORS
+        for partition, tables in routes(keys, held, partitions).items():
             out[partition].append((row, tuple(index_tables(tables))))
     return out
 

@@ -15,6 +15,7 @@ import numpy as np
 # In a probe item's tables: the partition indexes the document for its anchors alone (it owns one of
 # them and none of its table keys); an item with no tables at all drops the document there.
 ANCHORS_ONLY = -1
+NO_ANCHORS = np.empty(0, dtype=np.uint32)  # the anchors routed without an anchor table (anchor_cap 0)
 
 
 def bucket_partition(table: int, prefix: bytes, partitions: int) -> int:
