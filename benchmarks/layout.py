@@ -142,11 +142,12 @@ class Layout:
     per_partition_us: list[float] = field(default_factory=list)  # each partition's work, per document
 
 
-def simulate(runs: list[list[InputRecord]], partitions: int) -> tuple[Layout, dict[str, dict[str, Any]]]:
+def simulate(runs: list[list[InputRecord]], partitions: int, matching: MatchSettings | None = None
+             ) -> tuple[Layout, dict[str, dict[str, Any]]]:
     """One pass of the backlog through the stages with ``partitions`` index (and gather) partitions: its
     figures and the final verdict of each id (its verdict and matches)."""
     topics = Topics("probe", "gather", "verdicts", "dlq", partitions, partitions)
-    config, matching = FingerprintConfig(), MatchSettings()
+    config, matching = FingerprintConfig(), matching or MatchSettings()
     out = Verdicts()
     index: defaultdict[int, CountingStore] = defaultdict(CountingStore)
     gathered: defaultdict[int, CountingStore] = defaultdict(CountingStore)
@@ -250,8 +251,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
 @click.option("--batch", default=256, show_default=True, help="the documents agent's batch size")
 @click.option("--out", default="bench-results/layout", show_default=True)
 @click.option("--name", default="layout", show_default=True, help="results file name (without .json/.png)")
+@click.option("--anchor-cap", default=MatchSettings.anchor_cap, show_default=True,
+              help="the anchor table's cap (0: none)")
 def command(corpus: Path | None, documents: int, count: int, partitions: str, inputs: int, fetch: int, batch: int,
-            out: str, name: str) -> None:
+            out: str, name: str, anchor_cap: int) -> None:
     corpus = corpus or default_corpus()
     if not corpus.is_file():
         raise click.UsageError(f"{corpus} not found: build it with `python -m benchmarks corpus-zh`, or pass --corpus")
@@ -263,7 +266,7 @@ def command(corpus: Path | None, documents: int, count: int, partitions: str, in
     baseline: dict[str, dict[str, Any]] | None = None
     differing: dict[int, dict[str, Any]] = {}  # P -> the ids whose final verdict is not the first P's
     for p in (int(x) for x in partitions.split(",")):
-        r, final = simulate(runs, p)
+        r, final = simulate(runs, p, MatchSettings(anchor_cap=anchor_cap))
         layouts.append(r)
         baseline = final if baseline is None else baseline
         if final != baseline:  # verdicts are independent of the layout: say which differ, keep measuring
@@ -278,7 +281,8 @@ def command(corpus: Path | None, documents: int, count: int, partitions: str, in
     first = layouts[0]
     result = {"corpus": str(corpus), "documents": len(docs),
               "corpus_note": f"{documents} zh3k documents x {count} editions", "inputs": inputs, "fetch": fetch,
-              "batch": batch, "machine": measured, "layouts": [asdict(r) for r in layouts], "differing": differing,
+              "batch": batch, "anchor_cap": anchor_cap, "machine": measured, "layouts": [asdict(r) for r in layouts],
+              "differing": differing,
               "targets": {"index_64_over_1": (layouts[-1].index_us / first.index_us) if len(layouts) > 1 else None,
                           "busiest_share_vs_2_over_p": [[r.partitions, r.busiest_share, min(1.0, 2 / r.partitions)]
                                                         for r in layouts]}}
