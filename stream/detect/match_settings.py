@@ -29,8 +29,9 @@ CONTAINMENT_MARGIN = 0.75
 # whose error (Agresti & Coull) is already conservative; it clears the threshold by this margin
 # (docs/decisions/containment-sample-margin.md).
 CONTAINMENT_SAMPLE_MARGIN = 0.5
-# Documents per anchor beyond which it proposes no pair (index/anchors.py; 0: no anchor table). States
-# written before this setting existed were built with 64: ``describe`` leaves it out at that value.
+# Documents per anchor beyond which it proposes no pair (0: no anchor table): the index's
+# DEFAULT_ANCHOR_CAP, not imported (reading settings must not load the index). States written before
+# this setting existed were built with 64: ``describe`` leaves it out at that value.
 ANCHOR_CAP = 64
 
 

@@ -107,3 +107,13 @@ def test_probe_many_equals_the_probe_loop() -> None:
         for fp in fps[:50]:
             order = (0.0, fp.doc_id)
             assert batch.probe(fp, order, insert=False) == probe_one(loop, fp, order, insert=False)
+
+
+def test_the_settings_anchor_cap_is_the_index_default() -> None:
+    from stream.detect import MatchSettings
+    from stream.detect.match_settings import ANCHOR_CAP
+    from stream.index import DEFAULT_ANCHOR_CAP
+
+    assert ANCHOR_CAP == DEFAULT_ANCHOR_CAP == MatchSettings().anchor_cap
+    assert "anchor_cap" not in MatchSettings().describe()  # as every state written before the setting
+    assert MatchSettings(anchor_cap=0).describe()["anchor_cap"] == 0
