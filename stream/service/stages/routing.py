@@ -16,6 +16,7 @@ import numpy as np
 # them and none of its table keys); an item with no tables at all drops the document there.
 ANCHORS_ONLY = -1
 NO_ANCHORS = np.empty(0, dtype=np.uint32)  # the anchors routed without an anchor table (anchor_cap 0)
+ANCHOR_OWNERS = 8  # index partitions that own anchors, at most (docs/decisions/anchor-table-partitions.md)
 
 
 def bucket_partition(table: int, prefix: bytes, partitions: int) -> int:
@@ -42,9 +43,11 @@ def index_tables(tables: list[int]) -> list[int]:
 
 
 def anchor_partitions(anchors: np.ndarray, partitions: int) -> np.ndarray:
-    """Partition owning each anchor (the anchor table's share, index/anchors.py). Anchors are shingle
-    hashes below 2^28, uniform in every bit: their remainder is as stable and as even as a crc."""
-    return anchors.astype(np.int64) % partitions
+    """Partition owning each anchor (the anchor table's share, index/anchors.py): one of the first
+    ``ANCHOR_OWNERS``, so that a document's anchors reach at most that many partitions besides its
+    tables' (a document has ~20-130 anchors). Anchors are shingle hashes below 2^28, uniform in every
+    bit: their remainder is as stable and as even as a crc."""
+    return anchors.astype(np.int64) % min(partitions, ANCHOR_OWNERS)
 
 
 def routes(routing_keys: Iterable[tuple[int, bytes]], anchors: np.ndarray, partitions: int) -> dict[int, list[int]]:
