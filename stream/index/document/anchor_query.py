@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from stream.index.batch.data import BatchBands
-from stream.index.records import PAYLOAD_FLAG, RECORD_HEAD, IndexHit, doc_key, record_tail
+from stream.index.records import RECORD_HEAD, IndexHit, doc_key, first_shared_band, record_tail
 from stream.index.state import IndexState
 
 
@@ -34,28 +34,17 @@ def _hits(state: IndexState, fingerprint: int, handles: list[int],
           bands: Sequence[tuple[int, int]] | np.ndarray | None) -> list[IndexHit]:
     found = []
     head, k = state.codec.head, state.layout.k
-    values = None if bands is None or not len(bands) else _packed(bands)
+    # Python ints: ``first_shared_band`` compares each column's value with them
+    query = None if bands is None or not len(bands) else [(int(value), 0) for value, _ in bands]
     for value in state.records(handles):
         if value is None:  # not in the table's derived state unless recorded; a store edited behind it
             continue
         stored, ts, n = RECORD_HEAD.unpack_from(value)
         distance = (stored ^ fingerprint).bit_count()
-        if values is not None and (distance <= k or _band_in_common(value, head, n, values)):
+        if query is not None and (distance <= k or first_shared_band(value, head, n, query) is not None):
             continue
         payload, start = record_tail(value, head, n)
         found.append(IndexHit(value[start:].decode("utf-8", "surrogatepass"), distance, ts, stored, "anchor", payload))
     found.sort(key=lambda hit: (hit.distance, hit.doc_id))
     return found
 
-
-def _packed(bands: Sequence[tuple[int, int]] | np.ndarray) -> bytes:
-    """Band values as a record packs them (``records.pack_bands``)."""
-    return np.asarray(bands, dtype=np.uint64)[:, 0].astype(">u8").tobytes()
-
-
-def _band_in_common(record: bytes, head: int, n: int, query: bytes) -> bool:
-    """A band value in common (the pair's band table finds it); a record without every band: no.
-    ``query``: the band values as the record packs them (8 bytes each, big-endian)."""
-    if 8 * (n & ~PAYLOAD_FLAG) < len(query):
-        return False
-    return any(record[head + c : head + c + 8] == query[c : c + 8] for c in range(0, len(query), 8))
