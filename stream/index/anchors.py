@@ -182,7 +182,7 @@ class AnchorTable:
             lo, lengths = lo[cool], (hi - lo)[cool]
             if not lengths.any():
                 continue
-            positions = np.arange(lengths.sum()) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+            positions = _spans(lo, lengths)
             found.append((np.repeat(owner[cool], lengths) << _SHIFT) | (run[positions] & _HANDLE_MASK))
             proposing.append(np.repeat(owned[cool], lengths))
         hot = held > self.cap
@@ -199,7 +199,7 @@ class AnchorTable:
         starts = np.searchsorted(owner, query)
         lengths = np.searchsorted(owner, query, side="right") - starts
         pair = np.repeat(np.arange(len(query)), lengths)
-        positions = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        positions = _spans(starts, lengths)
         keys = (anchors[positions] << _SHIFT) | np.repeat(stored, lengths)
         held = np.zeros(len(keys), dtype=bool)
         for run in self._runs:
@@ -308,6 +308,11 @@ def _merged(runs: list[np.ndarray], dead: bool) -> np.ndarray:
     run = np.concatenate(runs)
     run.sort(kind="stable")
     return run[(run & _HANDLE_MASK) != 0] if dead else run
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions of ranges ``[starts[i], starts[i] + lengths[i])``, concatenated."""
+    return np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
 
 
 def _passes(shared: np.ndarray, smaller: np.ndarray) -> np.ndarray:
