@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "crawl-tracks": "benchmarks.web.tracks:command",
     "edge-tracks": "benchmarks.web.edges:command",
     "edges": "benchmarks.edges:command",
+    "boilerplate": "benchmarks.boilerplate:command",
     "crawl": "benchmarks.web.evaluate:command",
     "html": "benchmarks.html:command",
     "tracks": "benchmarks.track_build:command",

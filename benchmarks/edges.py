@@ -91,13 +91,13 @@ class ExactTruth:
         self._lang = lang
         self._sets: dict[str, frozenset[str]] = {}
 
-    def _set(self, doc_id: str) -> frozenset[str]:
+    def shingles(self, doc_id: str) -> frozenset[str]:
         if doc_id not in self._sets:
             self._sets[doc_id] = truth_shingles(self._text[doc_id], self._lang)
         return self._sets[doc_id]
 
     def __call__(self, p: Pair) -> tuple[float, float]:
-        return overlap(self._set(p[0]), self._set(p[1]))
+        return overlap(self.shingles(p[0]), self.shingles(p[1]))
 
 
 def score(found: dict[Pair, str], spec: TrackSpec, truth: dict[Pair, float], exact: ExactTruth,
