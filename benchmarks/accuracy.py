@@ -4,7 +4,8 @@ Tracks (tracks.TRACKS: the project's corpora and the tracks ``python -m benchmar
 JSONL corpora with a pairs file listing EVERY pair with shingle Jaccard >= 0.8 (made by
 ../shared/tools/neardup_truth.py). Documents are judged in file order;
 a method's predicted pairs are all (document, earlier match) pairs it reports. Methods, in one run:
-- ``default``: our configuration (SimHash tables + LSH bands, every candidate verified), scored on
+- ``default``: our configuration as ``dedup scan`` runs it (SimHash tables, LSH bands and the anchor
+  table, every candidate verified: ``MatchSettings().detector``), scored on
   the matches the track's truth judges: relation ``similar`` on a Jaccard track, every match on a
   same-source track; ``default, all relations`` (Jaccard tracks): every match a verdict lists,
   ``contained`` ones too;
@@ -28,7 +29,7 @@ import click
 from benchmarks.accuracy_report import Pair, Track, chart, pair, print_tables, score
 from benchmarks.common import DEFAULT_OUT, save_json, versions
 from benchmarks.tracks import TRACKS, find_spec, track_paths
-from stream.detect import Detector
+from stream.detect import MatchSettings
 from stream.detect.verdict import SIMILAR
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.index import BlockIndex
@@ -45,12 +46,12 @@ def run_ours(track: Track, config: FingerprintConfig, k: int, verify: bool, ever
     truth, any for a same-source truth), or ``every_relation``: every match a verdict lists."""
     fingerprinter = Fingerprinter(config)
     index = BlockIndex(None, k=k, bands=config.band_tables if verify else 0)
-    detector = Detector(index)
+    detector = MatchSettings().detector(index) if verify else None
     counted = None if every_relation or track.truth_kind == "source" else SIMILAR
     found: set[Pair] = set()
     for seq, raw in enumerate(track.docs):
         fp = fingerprinter.fingerprint(parse_document(_as_input(raw)))
-        if verify:
+        if detector is not None:
             for m in detector.probe(fp, (float(seq), fp.doc_id)):
                 if counted is None or m.relation == counted:
                     found.add(pair(fp.doc_id, m.id))
