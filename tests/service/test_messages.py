@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 from stream.detect import Match
 from stream.service.stages.messages import (
@@ -13,7 +14,9 @@ from stream.service.stages.messages import (
     Route,
     Source,
     dead_letter,
+    dumps,
     entry_from_json,
+    loads,
 )
 
 SRC = Source("documents", 1, 42, 1000.0)
@@ -48,3 +51,16 @@ def test_a_dead_letter_always_fits_and_says_how_to_find_the_original() -> None:
     envelope = json.loads(letter)
     assert envelope["value_truncated"] and envelope["value_length"] == len(huge)
     assert len(envelope["value_sha256"]) == 64 and envelope["source"] == SRC.to_json()
+
+
+def test_encoded_messages_hold_only_their_own_bytes() -> None:
+    # a gather state is ~500 bytes: a million of them held at once (dedup repartition) must not hold
+    # orjson's 4 KB write buffer each
+    state = {"doc": "doc-00000001", "round": "documents:3:17", "got": list(range(8)), "summary": {"seen": ""}}
+    tracemalloc.start()
+    try:
+        held = [dumps(state) for _ in range(2000)]
+        traced, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert loads(held[0]) == state and traced < 2000 * 400

@@ -257,8 +257,10 @@ class ProbeItem:
 
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON. orjson: a worker spent 13% of its time in json.dumps (gather states,
-    verdicts, internal messages; py-spy, 2 workers), which orjson does ~6x faster (docs/service.md)."""
-    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
+    verdicts, internal messages; py-spy, 2 workers), which orjson does ~6x faster (docs/service.md).
+    Copied to a bytes object of its own size: orjson 3.12+ returns its whole write buffer (4 KB or
+    more for a 500-byte state), so a million states held at once took 4 GB (``dedup repartition``)."""
+    return bytes(memoryview(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)))
 
 
 def loads(raw: bytes) -> Any:
