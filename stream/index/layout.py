@@ -95,7 +95,11 @@ class TableLayout:
         part in (band tables only when it has bands: an empty document has none)."""
         if bands and len(bands) != self.bands:
             raise ValueError(f"expected {self.bands} bands, got {len(bands)}")
-        available = self.all_tables if bands else self.simhash_tables
+        return self.chosen_tables(tables, bool(bands))
+
+    def chosen_tables(self, tables: Collection[int] | None, has_bands: bool) -> frozenset[int]:
+        """``tables_for`` of a document whose bands are known to be complete or absent."""
+        available = self.all_tables if has_bands else self.simhash_tables
         if tables is None:
             return available
         chosen = frozenset(tables)

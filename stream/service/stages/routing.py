@@ -54,6 +54,6 @@ def routes(routing_keys: Iterable[tuple[int, bytes]], anchors: np.ndarray, parti
     """``tables_by_partition``, and ``[ANCHORS_ONLY]`` for each other partition owning one of ``anchors``:
     a pair that shares a cool anchor meets in its owner (docs/decisions/anchor-table-partitions.md)."""
     grouped = tables_by_partition(routing_keys, partitions)
-    for partition in np.unique(anchor_partitions(anchors, partitions)).tolist():
+    for partition in sorted(set(anchor_partitions(anchors, partitions).tolist())):  # a set: np.unique costs ~5 us
         grouped.setdefault(partition, [ANCHORS_ONLY])
     return grouped
