@@ -159,16 +159,19 @@ def command(sizes: str, old_count: int, new_count: int, out: str) -> None:
     path = save_json(out, "repartition", {"command": f"repartition --sizes {sizes} --old {old_count} --new {new_count}",
                                           "rows": rows})
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot([r["documents"] for r in rows], [r["repartition_s"] for r in rows], "o-", label="measured")
+    fig, (ax, mem) = plt.subplots(1, 2, figsize=(11, 4))
+    sizes = [r["documents"] for r in rows]
+    ax.plot(sizes, [r["repartition_s"] for r in rows], "o-", label="wall")
+    ax.plot(sizes, [r["cpu_s"] for r in rows], "s:", label="CPU")
     ax.axhline(600, color="red", linestyle="--", label="target: 1M in 10 min")
-    if rows:
-        rate = rows[-1]["repartition_s"] / rows[-1]["documents"]
-        ax.plot([rows[-1]["documents"], 1_000_000], [rows[-1]["repartition_s"], rate * 1e6], "k:",
-                label="linear from the largest run")
-    ax.set_xlabel("documents in the deployment")
     ax.set_ylabel(f"seconds, {old_count} -> {new_count} index partitions")
+    mem.plot(sizes, [r["peak_rss_mb"] for r in rows], "o-")
+    mem.set_ylabel("the command's peak RSS, MB")
+    for a in (ax, mem):
+        a.set_xscale("log")
+        a.set_xlabel("documents in the deployment")
     ax.legend()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     stamp(fig)
-    fig.savefig(path.with_suffix(".png"), dpi=110, bbox_inches="tight")
+    fig.savefig(path.with_suffix(".png"), dpi=110)
     click.echo(f"saved {path} and .png")
