@@ -160,12 +160,12 @@ def command(sizes: str, old_count: int, new_count: int, out: str) -> None:
                                           "rows": rows})
     plt = pyplot()
     fig, (ax, mem) = plt.subplots(1, 2, figsize=(11, 4))
-    sizes = [r["documents"] for r in rows]
-    ax.plot(sizes, [r["repartition_s"] for r in rows], "o-", label="wall")
-    ax.plot(sizes, [r["cpu_s"] for r in rows], "s:", label="CPU")
+    documents = [r["documents"] for r in rows]
+    ax.plot(documents, [r["repartition_s"] for r in rows], "o-", label="wall")
+    ax.plot(documents, [r["cpu_s"] for r in rows], "s:", label="CPU")
     ax.axhline(600, color="red", linestyle="--", label="target: 1M in 10 min")
     ax.set_ylabel(f"seconds, {old_count} -> {new_count} index partitions")
-    mem.plot(sizes, [r["peak_rss_mb"] for r in rows], "o-")
+    mem.plot(documents, [r["peak_rss_mb"] for r in rows], "o-")
     mem.set_ylabel("the command's peak RSS, MB")
     for a in (ax, mem):
         a.set_xscale("log")
