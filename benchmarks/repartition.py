@@ -18,6 +18,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -100,17 +101,21 @@ def run_command(env: dict[str, str], old_app_id: str, new_app_id: str, new_count
     phases and records its report line gives."""
     args = [sys.executable, "-m", "stream", "repartition", "--from-app-id", old_app_id, "--app-id", new_app_id,
             "--index-partitions", str(new_count)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, _high_water_mb(proc.pid))
-        time.sleep(0.2)
-    wall = time.perf_counter() - t0
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    # its output to files, not pipes: nothing reads a pipe while the loop below waits for it to end
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=out, stderr=err)
+        peak = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, _high_water_mb(proc.pid))
+            time.sleep(0.2)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if os.waitstatus_to_exitcode(status) != 0:
         raise click.ClickException(f"dedup repartition failed: {stderr[-2000:]}")
     phases = {name: float(value) for name, value in re.findall(r"(\w+) ([\d.]+) s\b", stdout.rsplit(";", 1)[-1])}
