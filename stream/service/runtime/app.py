@@ -342,7 +342,11 @@ class DedupApp:
         produced, and only then return, after which Faust may acknowledge its input events."""
         t0, mark = time.perf_counter(), self.output.mark()
         ledger = self.ledgers[stage]
-        keep, seeks = ledger.admit([((e.message.topic, e.message.partition), e.message.offset) for e in events])
+        records = [((e.message.topic, e.message.partition), e.message.offset) for e in events]
+        # a partition's first batch with no stored position: where reading began, before admitting it (the
+        # timer may not have asked yet), so that a lost first record is a gap and not the start
+        await self._learn_starts(ledger, ledger.unstarted({tp for tp, _ in records}))
+        keep, seeks = ledger.admit(records)
         self._request_seeks(seeks)
         for (topic, partition), position in ledger.to_write().items():
             self._ledger_stores[stage](partition).put(ledger_key(topic), encode_position(position))

@@ -34,8 +34,8 @@ it fetched before seeking to the committed offset were dropped (seen: 27 of 400 
 judged after a worker left, the partition silent for minutes), and it commits past records it never
 delivered (seen after a SIGKILL: 1,421 documents at a partition's tail, committed, never judged, no
 later record to reveal them). A group with nothing stored and nothing committed (a new deployment)
-has no position to compare with: the worker asks the broker where reading began (``start``), so that
-a lost first record is a gap too.
+has no position to compare with: the worker asks the broker where reading began (``start``) before it
+admits a partition's first batch, so that a lost first record is a gap too.
 Pure logic; the agent does the seeking and writing.
 """
 
