@@ -21,7 +21,8 @@ def query_many(state: IndexState, fingerprints: Sequence[int], payloads: Sequenc
     if table is None:
         raise ValueError("this index keeps no anchor table (BlockIndex.use_anchors)")
     if not len(fingerprints) == len(payloads) == len(doc_ids) == (len(doc_ids) if bands is None else len(bands)):
-        raise ValueError(f"{len(fingerprints)} fingerprints, {len(payloads)} payloads, {len(doc_ids)} ids")
+        raise ValueError(f"{len(fingerprints)} fingerprints, {len(payloads)} payloads, {len(doc_ids)} ids"
+                         + ("" if bands is None else f", {len(bands)} band rows"))
     own = state.kv.multi_get([doc_key(doc_id) for doc_id in doc_ids])
     queries = [(*table.anchors_of(payload), None if raw_handle is None else int.from_bytes(raw_handle, "big"))
                for payload, raw_handle in zip(payloads, own, strict=True)]
@@ -47,4 +48,3 @@ def _hits(state: IndexState, fingerprint: int, handles: list[int],
         found.append(IndexHit(value[start:].decode("utf-8", "surrogatepass"), distance, ts, stored, "anchor", payload))
     found.sort(key=lambda hit: (hit.distance, hit.doc_id))
     return found
-
