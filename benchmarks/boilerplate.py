@@ -63,7 +63,7 @@ def rejudged(found: dict[Pair, str], sets: dict[str, frozenset[str]], frequencie
         jaccard, containment = overlap(kept[0], kept[1])
         if relation == SIMILAR and jaccard >= THRESHOLD:
             out[p] = SIMILAR
-        elif containment >= THRESHOLD and relation in (SIMILAR, CONTAINED):
+        elif containment >= THRESHOLD:  # a similar pair too: what is left of it may still be contained
             out[p] = CONTAINED
     return out
 
