@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.index import DERIVED_NAMESPACES, BlockIndex, rebuild_derived_keys
-from stream.index.records import HANDLE_NS, RecordCodec, StoredDocument, lookup_puts
+from stream.index.records import (
+    HANDLE_NS,
+    PAYLOAD_FLAG,
+    RecordCodec,
+    StoredDocument,
+    first_shared_band,
+    lookup_puts,
+    pack_bands,
+)
 from stream.storage import MemoryStore
 from tests.index.helpers import FORCED, make_set
 
@@ -106,3 +114,22 @@ def test_the_codec_s_memo_of_table_sets_stays_bounded_and_exact() -> None:
                              f"d{n}", b"")
         assert codec.decode(codec.encode(doc)) == doc
     assert len(codec._masks) <= MASK_MEMO and len(codec._tables_of_mask) <= MASK_MEMO
+
+
+# values whose bytes make runs of zero bytes across column boundaries when XORed
+BAND_VALUE = st.sampled_from([0, 0xFF, 0xFF << 56, 0xFF00, 1, (1 << 64) - 1]) | U64
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(BAND_VALUE, BAND_VALUE), min_size=0, max_size=24), st.integers(0, 4), st.booleans())
+def test_first_shared_band_is_the_lowest_column_with_equal_values(columns: list[tuple[int, int]], head: int,
+                                                                 payload: bool) -> None:
+    """The packed comparison (one XOR, then zero bytes on a column boundary) against a loop over
+    the columns; a record keeping fewer bands than the query tells nothing (None)."""
+    stored, query = [s for s, _ in columns], [q for _, q in columns]
+    record = b"h" * head + pack_bands([(v, 0) for v in stored]) + b"\x00" * 9
+    expected = next((c for c, (s, q) in enumerate(columns) if s == q), None)
+    flag = PAYLOAD_FLAG if payload else 0
+    assert first_shared_band(record, head, len(columns) | flag, pack_bands([(v, 0) for v in query])) == expected
+    if columns:
+        assert first_shared_band(record, head, (len(columns) - 1) | flag, pack_bands([(v, 0) for v in query])) is None

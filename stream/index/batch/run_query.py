@@ -63,7 +63,7 @@ def _index_hits(state: IndexState, batch: DocumentBatch, near: dict[int, set[int
         records = dict(zip(found, state.records(found), strict=True))
         for i in sorted(near.keys() | band.keys()):
             mates = band.get(i, {})
-            values = [(v, 0) for v in batch.values[i].tolist()] if mates else ()
+            values = batch.values[i].astype(">u8").tobytes() if mates else b""
             simhash_in = None if batch.all_simhash else simhash_part(state.layout, batch.used[i])
             answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values,
                               simhash_in)

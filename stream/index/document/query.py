@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from stream.index.layout import TableLayout
-from stream.index.records import RECORD_HEAD, IndexHit, first_shared_band, record_tail, shares_band
+from stream.index.records import RECORD_HEAD, IndexHit, first_shared_band, pack_bands, record_tail, shares_band
 from stream.index.simhash.buckets import Bucket
 from stream.index.simhash.kernels import as_signed, within, within_tables
 from stream.index.simhash.table import Leaf
@@ -78,7 +78,7 @@ def _query_leaves(state: IndexState, fingerprint: int, probed: Probe, band: Band
     candidates["simhash"].add(simhash_total)
     if not near and not band:
         return []
-    return hits(state, fingerprint, near, band, once_in, band_values=band_pairs, simhash_in=simhash_in)
+    return hits(state, fingerprint, near, band, once_in, band_values=pack_bands(band_pairs), simhash_in=simhash_in)
 
 
 def band_candidates(state: IndexState, band_pairs: tuple[tuple[int, int], ...],
@@ -115,10 +115,10 @@ def filter_roots(state: IndexState, fingerprint: int, found: list[Bucket]) -> li
 
 def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandCandidates,
          once_in: frozenset[int] | None = None, records: dict[int, bytes | None] | None = None,
-         band_values: Sequence[tuple[int, int]] = (), simhash_in: frozenset[int] | None = None) -> list[IndexHit]:
+         band_values: bytes = b"", simhash_in: frozenset[int] | None = None) -> list[IndexHit]:
     """Hits from the handles that passed the SimHash filter (``near``) or that the band map holds
     under the tag of the query's band in some columns (``band``; the record settles whether the
-    value itself is shared, ``band_values``); ``once_in``: the query's tables, for
+    value itself is shared, ``band_values``: the query's, as ``pack_bands`` packs them); ``once_in``: the query's tables, for
     ``query(once=True)``; ``records``: the records by handle if the caller read them (a batch reads
     all of its hits' records at once); ``simhash_in``: the query's SimHash tables when not all
     (``simhash_part``). A hit within k counts only if a SimHash table both documents use reaches it
@@ -156,7 +156,7 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
 
 
 def _reports(layout: TableLayout, once_in: frozenset[int], distance: int, stored: int, fingerprint: int,
-             record: bytes, head: int, n: int, band_values: Sequence[tuple[int, int]]) -> bool:
+             record: bytes, head: int, n: int, band_values: bytes) -> bool:
     """Whether a query over the tables ``once_in`` (``query(once=True)``) reports a hit: only when it
     holds the lowest table where the two documents share a key, a function of the two documents, so
     that of the partitions that find a pair exactly one reports it (and verifies its sketches). Within
