@@ -116,15 +116,15 @@ def filter_roots(state: IndexState, fingerprint: int, found: list[Bucket]) -> li
 def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandCandidates,
          once_in: frozenset[int] | None = None, records: dict[int, bytes | None] | None = None,
          band_values: bytes = b"", simhash_in: frozenset[int] | None = None) -> list[IndexHit]:
-    """Hits from the handles that passed the SimHash filter (``near``) or that the band map holds
-    under the tag of the query's band in some columns (``band``; the record settles whether the
-    value itself is shared, ``band_values``: the query's, as ``pack_bands`` packs them); ``once_in``: the query's tables, for
-    ``query(once=True)``; ``records``: the records by handle if the caller read them (a batch reads
-    all of its hits' records at once); ``simhash_in``: the query's SimHash tables when not all
-    (``simhash_part``). A hit within k counts only if a SimHash table both documents use reaches it
-    (``SimhashBlocks.reaches``; the record's mask names the stored one's tables): a root holds every
-    entry sharing its block, the root arena's sub-chains only those near the next block, so without
-    this the answer would depend on which path read the root."""
+    """Hits from the handles that passed the SimHash filter (``near``) or that the band map holds under the tag
+    of the query's band in some columns (``band``; the record settles whether the value itself is shared,
+    ``band_values``: the query's, as ``pack_bands`` packs them); ``once_in``: the query's tables, for
+    ``query(once=True)``; ``records``: the records by handle if the caller read them (a batch reads all of
+    its hits' records at once); ``simhash_in``: the query's SimHash tables when not all (``simhash_part``).
+    A hit within k counts only if a SimHash table both documents use reaches it (``SimhashBlocks.reaches``;
+    the record's mask names the stored one's tables): a root holds every entry sharing its block, the root
+    arena's sub-chains only those near the next block, so without this the answer would depend on which path
+    read the root."""
     layout = state.layout
     k = layout.k
     head = state.codec.head
