@@ -51,11 +51,16 @@ SAMPLE_REACH = 3.0
 
 def overlap(a: Fingerprint, b: Fingerprint, spec: SketchSpec | None = None, mu: float = 0.9,
             near: float | None = None) -> Overlap:
-    """The pair's score and containment; with ``near`` (a containment threshold), the count on the
-    sample is skipped when the bins' estimate is ``SAMPLE_REACH`` errors below it."""
+    """The pair's score and containment, the same whichever side comes first; with ``near`` (a
+    containment threshold), the count on the sample is skipped when the bins' estimate is
+    ``SAMPLE_REACH`` errors below it."""
     spec = spec or SketchSpec()
     if a.empty or b.empty:
         return Overlap(0.0, 0.0, 0)
+    if (b.sketch.size, b.content_hash) < (a.sketch.size, a.content_hash):
+        # one order per pair: the worker meets a pair from either side (a revision comes from the
+        # later-arriving one), and the estimates below take the first of two equal sizes as the smaller
+        a, b = b, a
     smaller = min(a.sketch.size, b.sketch.size)
     error, sampled = 0.0, False
     if a.content_hash == b.content_hash:
