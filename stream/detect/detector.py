@@ -114,6 +114,7 @@ class Detector:
         self.candidates = 0  # running totals, for statistics
         self.verified = 0
         self.anchors = anchor_cap is not None
+        self.anchors_split = anchor_owner is not None  # a partition's tables find only their own pairs
         if anchor_cap is not None:
             index.use_anchors(self.anchors_of, anchor_cap, anchor_owner)
 
@@ -174,8 +175,8 @@ class Detector:
         """Each document's hits plus the anchor table's proposals the tables did not find (a
         partition's tables find only their own pairs: there the index leaves out every pair some
         table finds, which another partition verifies)."""
-        # the bands leave out the pairs some table finds before the anchors are counted
-        extra = self.index.anchor_query_many(simhashes, payloads, [fp.doc_id for fp in docs], bands)
+        extra = self.index.anchor_query_many(simhashes, payloads, [fp.doc_id for fp in docs],
+                                             bands if self.anchors_split else None)
         out = []
         for found, more in zip(hits, extra, strict=True):
             if more:

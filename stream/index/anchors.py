@@ -43,8 +43,6 @@ AnchorsOf = Callable[[bytes], tuple[np.ndarray, int]]
 AnchorQuery = tuple[np.ndarray, int, int | None]
 # Which anchors of an array a table proposes pairs by: a boolean mask (a partition's share of them)
 AnchorOwner = Callable[[np.ndarray], np.ndarray]
-# Which candidate pairs (query positions, stored handles) to count: a boolean mask
-PairFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
 MIN_SHARED = 2  # one shared hash is chance (1/16 of a shared common phrase)
 DEFAULT_CAP = 64  # documents per anchor beyond which it proposes nothing (docs/decisions/anchor-candidates.md)
 ANCHOR_BITS = 28  # anchors are below 2^32 / 16 (Fingerprint.anchors' share)
@@ -119,14 +117,12 @@ class AnchorTable:
         """``proposed_many`` of one query."""
         return self.proposed_many([(anchors, bound, before)])[0]
 
-    def proposed_many(self, queries: Sequence[AnchorQuery], keep: PairFilter | None = None) -> list[list[int]]:
+    def proposed_many(self, queries: Sequence[AnchorQuery]) -> list[list[int]]:
         """Per query, the handles of the documents (below its ``before``, if given) it is proposed
         with: a cool anchor in common that this table owns, and ``MIN_SHARED`` anchors in common and
         half of the smaller side's anchors under the lower of the two bounds (a document's anchors
         above the other's bound cannot be shared; their count there is its anchors' share of the
-        lower bound), hot anchors counted. In ascending order. ``keep(queries, handles)``: which
-        pairs that share an owned cool anchor to count at all (the index leaves out the pairs its
-        tables find before the count: near copies, in a stream full of them)."""
+        lower bound), hot anchors counted. In ascending order."""
         self._seal()
         out: list[list[int]] = [[] for _ in queries]
         counts = np.array([len(anchors) for anchors, _, _ in queries], dtype=np.int64)
@@ -138,33 +134,33 @@ class AnchorTable:
             raise ValueError(f"anchor table: anchors must be below 2^{ANCHOR_BITS} (got {int(anchors.max())})")
         last = int(_HANDLE_MASK)  # no stored handle + 1 reaches it (add)
         ends = np.array([last if b is None else min(b + 1, last) for _, _, b in queries], dtype=np.uint64)
-        # only the owned anchors are searched: a partition's work follows the share it owns
         owned = np.ones(len(anchors), dtype=bool) if self.owns is None else self.owns(anchors)
-        query, stored = self._reached(anchors[owned] << _SHIFT, owner[owned], np.repeat(ends, counts)[owned])
-        if keep is not None and len(query):
-            wanted = keep(query.astype(np.int64), stored - np.uint64(1))
-            query, stored = query[wanted], stored[wanted]
-        if not len(query):
-            return out
-        # every anchor of the query counts: the stored side is here with all of its entries
-        shared = self._held_by(anchors, owner, query, stored)
+        pairs, shared, hot = self._shared(anchors << _SHIFT, owner, np.repeat(ends, counts), owned)
+        query, stored = pairs >> _SHIFT, pairs & _HANDLE_MASK
         sizes, others = self._documents.of(stored)
         bounds = np.array([b for _, b, _ in queries], dtype=np.int64)[query]
         low = np.minimum(bounds, others)
         starts = np.cumsum(counts) - counts
         under = np.searchsorted((owner << np.uint64(32)) | anchors, (query << np.uint64(32)) | low.astype(np.uint64))
         mine = np.where(low < bounds, under - starts[query], counts[query])
-        proposed = _passes(shared, np.minimum(mine, sizes * low / others))
+        smaller = np.minimum(mine, sizes * low / others)
+        proposed = _passes(shared, smaller)
+        # the others may pass on the hot anchors they hold too
+        rest = np.bincount(owner[hot].astype(np.int64), minlength=len(queries))[query]
+        unsure = ~proposed & _passes(shared + rest, smaller)
+        if unsure.any():
+            total = shared[unsure] + self._held_by(anchors[hot], owner[hot], query[unsure], stored[unsure])
+            proposed[unsure] = _passes(total, smaller[unsure])
         for q, handle in zip(query[proposed].tolist(), (stored[proposed] - np.uint64(1)).tolist(), strict=True):
             out[q].append(handle)
         return out
 
-    def _reached(self, firsts: np.ndarray, owner: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query, handle + 1) of every pair a cool anchor among ``firsts`` reaches, each once, in
-        ascending order: ``firsts`` are anchors' keys (handle bits 0), ``owner`` their queries,
-        ``ends`` the handles + 1 their ranges end before. An anchor held by more than ``cap`` of
-        those documents is hot and reaches nothing; the table holds every holder of the anchors it
-        owns, so their counts are exact."""
+    def _shared(self, firsts: np.ndarray, owner: np.ndarray, ends: np.ndarray, owned: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query << 36 | handle + 1, anchors in common that are not hot) of every pair an owned cool
+        anchor of its query reaches, in ascending order, and which of the queries' anchors are hot:
+        ``firsts`` are the queries' anchors' keys (handle bits 0), ``ends`` the handles + 1 their
+        ranges end before. A table holds every anchor of its documents, so the count is exact."""
         # searched in key order: consecutive searches then walk the same path down a run (cache hits)
         order = np.argsort(firsts)
         starts, stops = firsts[order] | np.uint64(1), firsts[order] | ends[order]
@@ -181,13 +177,21 @@ class AnchorTable:
             his.append(hi)
         held = sum((hi - lo for lo, hi in zip(los, his, strict=True)), np.zeros(len(firsts), dtype=np.int64))
         cool = (held > 0) & (held <= self.cap)
-        found = []
+        found, proposing = [], []
         for run, lo, hi in zip(self._runs, los, his, strict=True):
             lo, lengths = lo[cool], (hi - lo)[cool]
-            if lengths.any():
-                found.append((np.repeat(owner[cool], lengths) << _SHIFT) | (run[_spans(lo, lengths)] & _HANDLE_MASK))
-        pairs = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.uint64)
-        return pairs >> _SHIFT, pairs & _HANDLE_MASK
+            if not lengths.any():
+                continue
+            positions = _spans(lo, lengths)
+            found.append((np.repeat(owner[cool], lengths) << _SHIFT) | (run[positions] & _HANDLE_MASK))
+            proposing.append(np.repeat(owned[cool], lengths))
+        hot = held > self.cap
+        if not found:
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), hot
+        pairs, at, shared = np.unique(np.concatenate(found), return_inverse=True, return_counts=True)
+        reached = np.zeros(len(pairs), dtype=bool)
+        reached[at[np.concatenate(proposing)]] = True  # an owned cool anchor in common: proposed here
+        return pairs[reached], shared[reached], hot
 
     def _held_by(self, anchors: np.ndarray, owner: np.ndarray, query: np.ndarray, stored: np.ndarray) -> np.ndarray:
         """Per pair (``query``, ``stored``: handle + 1), how many of the query's ``anchors`` (``owner``:

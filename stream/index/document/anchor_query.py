@@ -16,7 +16,7 @@ def query_many(state: IndexState, fingerprints: Sequence[int], payloads: Sequenc
     """Each document's proposals among the documents indexed before it: those with a lower handle
     when it is indexed with a handle of its own, else every one (module doc of index/anchors.py).
     With ``bands`` (each document's), a pair the tables find (within k, or a band value in common) is
-    left out, before the table counts its anchors: it is a candidate already, wherever its tables are."""
+    left out: it is a candidate already, wherever its tables are."""
     table = state.anchors
     if table is None:
         raise ValueError("this index keeps no anchor table (BlockIndex.use_anchors)")
@@ -26,44 +26,26 @@ def query_many(state: IndexState, fingerprints: Sequence[int], payloads: Sequenc
     own = state.kv.multi_get([doc_key(doc_id) for doc_id in doc_ids])
     queries = [(*table.anchors_of(payload), None if raw_handle is None else int.from_bytes(raw_handle, "big"))
                for payload, raw_handle in zip(payloads, own, strict=True)]
-    records: dict[int, bytes | None] = {}
-    packed: dict[int, bytes] = {}  # per query, its band values as pack_bands packs them
-
-    def not_found_by_tables(query: np.ndarray, handles: np.ndarray) -> np.ndarray:
-        wanted = sorted(set(handles.tolist()) - records.keys())
-        records.update(zip(wanted, state.records(wanted), strict=True))
-        if bands is None:
-            return np.ones(len(query), dtype=bool)
-        for q in set(query.tolist()) - packed.keys():  # bands[q]: pairs or an array of them
-            packed[q] = np.asarray(bands[q], dtype=np.uint64)[:, 0].astype(">u8").tobytes() if len(bands[q]) else b""
-        return np.array([_not_found_by_tables(state, records[h], fingerprints[q], packed[q])
-                         for q, h in zip(query.tolist(), handles.tolist(), strict=True)], dtype=bool)
-
-    proposed = table.proposed_many(queries, not_found_by_tables)
-    return [_hits(state, fingerprint, [records[h] for h in handles]) if handles else []
-            for fingerprint, handles in zip(fingerprints, proposed, strict=True)]
+    proposed = table.proposed_many(queries)
+    return [_hits(state, fingerprint, handles, None if bands is None else bands[i]) if handles else []
+            for i, (fingerprint, handles) in enumerate(zip(fingerprints, proposed, strict=True))]
 
 
-def _not_found_by_tables(state: IndexState, record: bytes | None, fingerprint: int, bands: bytes) -> bool:
-    """Whether no table finds the pair: beyond k and no band value in common (``bands``: the query's,
-    packed); a record missing: no pair."""
-    if record is None:
-        return False
-    stored, _, n = RECORD_HEAD.unpack_from(record)
-    if (stored ^ fingerprint).bit_count() <= state.layout.k:
-        return False
-    return not bands or first_shared_band(record, state.codec.head, n, bands) is None
-
-
-def _hits(state: IndexState, fingerprint: int, records: list[bytes | None]) -> list[IndexHit]:
+def _hits(state: IndexState, fingerprint: int, handles: list[int],
+          bands: Sequence[tuple[int, int]] | np.ndarray | None) -> list[IndexHit]:
     found = []
-    head = state.codec.head
-    for value in records:
+    head, k = state.codec.head, state.layout.k
+    query = None  # the band values packed as pack_bands packs them (bands: pairs or an array of them)
+    if bands is not None and len(bands):
+        query = np.asarray(bands, dtype=np.uint64)[:, 0].astype(">u8").tobytes()
+    for value in state.records(handles):
         if value is None:  # not in the table's derived state unless recorded; a store edited behind it
             continue
         stored, ts, n = RECORD_HEAD.unpack_from(value)
+        distance = (stored ^ fingerprint).bit_count()
+        if query is not None and (distance <= k or first_shared_band(value, head, n, query) is not None):
+            continue
         payload, start = record_tail(value, head, n)
-        found.append(IndexHit(value[start:].decode("utf-8", "surrogatepass"), (stored ^ fingerprint).bit_count(), ts,
-                              stored, "anchor", payload))
+        found.append(IndexHit(value[start:].decode("utf-8", "surrogatepass"), distance, ts, stored, "anchor", payload))
     found.sort(key=lambda hit: (hit.distance, hit.doc_id))
     return found
