@@ -18,13 +18,18 @@ import numpy as np
 
 from stream.index.batch.roots import Resolved
 from stream.index.document.query import hits, simhash_part
-from stream.index.records import IndexHit
+from stream.index.records import PAYLOAD_FLAG, RECORD_HEAD, IndexHit
 from stream.index.simhash import split_batch
 from stream.index.simhash.kernels import pairs_within
 from stream.index.state import IndexState
 
 if TYPE_CHECKING:
     from stream.index.batch.data import DocumentBatch
+
+# (documents, band columns, handles): the band map's candidates of a batch, one entry per column
+BandTriples = tuple[np.ndarray, np.ndarray, np.ndarray]
+_NO_TRIPLES: BandTriples = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64))
+_HANDLE_BITS = np.uint64((1 << 40) - 1)
 
 def answer_lists(n: int) -> list[list[IndexHit]]:
     """A batch's n answer lists, made before anything else of the call. Why: Python's cyclic collector
@@ -44,29 +49,62 @@ def query_run(state: IndexState, batch: DocumentBatch, resolved: Resolved,
     ``resolved``: the run's root buckets (batch/roots.py)."""
     answers = answer_lists(len(batch))
     near: dict[int, set[int]] = {}
-    band: dict[int, dict[int, list[int]]] = {}
+    band = _NO_TRIPLES
     run_band: set[tuple[int, int]] = set()
     _simhash_candidates(state, batch, near, resolved)
     if state.layout.bands:
-        _band_candidates(state, batch, band, first, run_band)
+        band = _band_candidates(state, batch, first, run_band)
     _index_hits(state, batch, near, band, answers)
     if first is not None:
         add_run_pairs(state, batch, answers, run_band)
     return answers
 
 
-def _index_hits(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]],
-                band: dict[int, dict[int, list[int]]], answers: list[list[IndexHit]]) -> None:
-    """``answers[i]``: the hits of candidates ``near[i]`` and ``band[i]``, by one read of their records."""
-    if near or band:
-        found = sorted(set(chain.from_iterable(near.values())) | set(chain.from_iterable(band.values())))
-        records = dict(zip(found, state.records(found), strict=True))
-        for i in sorted(near.keys() | band.keys()):
-            mates = band.get(i, {})
-            values = batch.values[i].astype(">u8").tobytes() if mates else b""
-            simhash_in = None if batch.all_simhash else simhash_part(state.layout, batch.used[i])
-            answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records, values,
-                              simhash_in)
+def _index_hits(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]], band: BandTriples,
+                answers: list[list[IndexHit]]) -> None:
+    """``answers[i]``: the hits of candidates ``near[i]`` and ``band`` (document, column, handle), by one
+    read of their records."""
+    docs, _, handles = band
+    if not near and not len(docs):
+        return
+    found = sorted(set(chain.from_iterable(near.values())) | set(handles.tolist()))
+    records = dict(zip(found, state.records(found), strict=True))
+    shared = _band_decisions(state, batch, band, records)
+    for i in sorted(near.keys() | shared.keys()):
+        mates = shared.get(i, {})
+        simhash_in = None if batch.all_simhash else simhash_part(state.layout, batch.used[i])
+        answers[i] = hits(state, batch.fps[i], near.get(i, set()), mates, batch.once[i], records,
+                          simhash_in=simhash_in, band_decided=True)
+
+
+def _band_decisions(state: IndexState, batch: DocumentBatch, band: BandTriples,
+                    records: dict[int, bytes | None]) -> dict[int, dict[int, list[int]]]:
+    """Per document, handle -> [the lowest band column the record shares with it, over all bands] for
+    the band candidates whose record holds the document's value in a column where the band map found
+    it (``query.hits``'s check, for the batch at once: one comparison of the records' band values
+    with the documents'). A record without the layout's bands (a document without bands that took
+    the handle of one with them, or none) shares none."""
+    docs, columns, handles = band
+    out: dict[int, dict[int, list[int]]] = {}
+    if not len(docs):
+        return out
+    pairs, inverse = np.unique(docs.astype(np.uint64) << np.uint64(40) | handles, return_inverse=True)
+    pair_docs, pair_handles = (pairs >> np.uint64(40)).astype(np.int64), (pairs & _HANDLE_BITS).tolist()
+    bands, head = state.layout.bands, state.codec.head
+    stored = [records[h] for h in pair_handles]
+    whole = np.array([r is not None and RECORD_HEAD.unpack_from(r)[2] & ~PAYLOAD_FLAG == bands for r in stored])
+    values = np.zeros((len(pairs), bands), dtype=np.uint64)
+    if whole.any():
+        rows = b"".join(r[head : head + 8 * bands] for r, w in zip(stored, whole.tolist(), strict=True) if w and r)
+        values[whole] = np.frombuffer(rows, dtype=">u8").reshape(-1, bands)
+    equal = (values == batch.values[pair_docs]) & whole[:, None]
+    holds = np.bincount(inverse, weights=equal[inverse, columns], minlength=len(pairs)) > 0
+    lowest = equal.argmax(axis=1)
+    for i, handle, held, column in zip(pair_docs.tolist(), pair_handles, holds.tolist(), lowest.tolist(),
+                                       strict=True):
+        if held:
+            out.setdefault(i, {})[handle] = [column]
+    return out
 
 
 def _simhash_candidates(state: IndexState, batch: DocumentBatch, near: dict[int, set[int]], resolved: Resolved) -> None:
@@ -88,10 +126,11 @@ def _simhash_candidates(state: IndexState, batch: DocumentBatch, near: dict[int,
     state.stats.candidates["simhash"].add_many(sizes.tolist())
 
 
-def _band_candidates(state: IndexState, batch: DocumentBatch, band: dict[int, dict[int, list[int]]], first: int | None,
-                     run_band: set[tuple[int, int]]) -> None:
-    """Per document, handle -> the band columns under whose tag the band map holds it (``query.hits``
-    checks the value in the record), for the band tables each document uses: one compiled call.
+def _band_candidates(state: IndexState, batch: DocumentBatch, first: int | None,
+                     run_band: set[tuple[int, int]]) -> BandTriples:
+    """(document, band column, handle) of each handle the band map holds under the tag of a
+    document's band (the record settles whether the value is shared, ``_band_decisions``), for the
+    band tables each document uses: one compiled call.
     With ``first`` (a run being inserted) the run's values enter the map as they are looked up, its
     documents holding the handles from ``first`` on: (i, j) into ``run_band`` for each earlier
     document j of the run that has document i's value in a band table both use."""
@@ -110,10 +149,9 @@ def _band_candidates(state: IndexState, batch: DocumentBatch, band: dict[int, di
         run_band.update(zip(i[keep].tolist(), j[keep].tolist(), strict=True))
         docs, columns, found = docs[~own], columns[~own], found[~own]
     totals = np.bincount(docs, minlength=len(batch))
-    for i, c, handle in zip(docs.tolist(), columns.tolist(), found.tolist(), strict=True):
-        band.setdefault(i, {}).setdefault(handle, []).append(c)
     probed = batch.part[:, k + 1 :].any(axis=1)
     state.stats.candidates["band"].add_many(totals[probed].tolist())
+    return docs.astype(np.int64), columns.astype(np.int64), found.astype(np.uint64)
 
 
 def add_run_pairs(state: IndexState, batch: DocumentBatch, answers: list[list[IndexHit]],

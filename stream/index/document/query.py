@@ -115,7 +115,8 @@ def filter_roots(state: IndexState, fingerprint: int, found: list[Bucket]) -> li
 
 def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandCandidates,
          once_in: frozenset[int] | None = None, records: dict[int, bytes | None] | None = None,
-         band_values: bytes = b"", simhash_in: frozenset[int] | None = None) -> list[IndexHit]:
+         band_values: bytes = b"", simhash_in: frozenset[int] | None = None,
+         band_decided: bool = False) -> list[IndexHit]:
     """Hits from the handles that passed the SimHash filter (``near``) or that the band map holds under the tag
     of the query's band in some columns (``band``; the record settles whether the value itself is shared,
     ``band_values``: the query's, as ``pack_bands`` packs them); ``once_in``: the query's tables, for
@@ -124,7 +125,9 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
     A hit within k counts only if a SimHash table both documents use reaches it (``SimhashBlocks.reaches``;
     the record's mask names the stored one's tables): a root holds every entry sharing its block, the root
     arena's sub-chains only those near the next block, so without this the answer would depend on which path
-    read the root."""
+    read the root. ``band_decided``: the batch path checked the band candidates' records already
+    (``run_query._band_decisions``): ``band`` holds the ones that share a value, each with the lowest
+    column it shares ([] when the record cannot tell)."""
     layout = state.layout
     k = layout.k
     head = state.codec.head
@@ -142,13 +145,19 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
         if distance <= k and handle in near and layout.reaches_in(
                 stored ^ fingerprint, wanted & int.from_bytes(value[mask_at:head], "little")):
             via = "simhash"
-        elif handle in band and shares_band(value, head, n, band[handle], band_values):
+        elif handle in band and (band_decided or shares_band(value, head, n, band[handle], band_values)):
             via = "band"
         else:  # passed the filter only on the bits the entries keep
             continue
-        if once_in is not None and not _reports(layout, once_in, distance, stored, fingerprint, value, head, n,
-                                                band_values):
-            continue
+        if once_in is not None:
+            column = None  # beyond k: the lowest band column the two share (None: cannot tell)
+            if distance > k:
+                if not band_decided:
+                    column = first_shared_band(value, head, n, band_values)
+                elif band[handle]:
+                    column = band[handle][0]
+            if not _reports(layout, once_in, distance, stored, fingerprint, column):
+                continue
         payload, pos = record_tail(value, head, n)
         found.append(IndexHit(value[pos:].decode("utf-8", "surrogatepass"), distance, ts, stored, via, payload))
     found.sort(key=lambda hit: (hit.distance, hit.doc_id))
@@ -156,15 +165,15 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
 
 
 def _reports(layout: TableLayout, once_in: frozenset[int], distance: int, stored: int, fingerprint: int,
-             record: bytes, head: int, n: int, band_values: bytes) -> bool:
+             column: int | None) -> bool:
     """Whether a query over the tables ``once_in`` (``query(once=True)``) reports a hit: only when it
     holds the lowest table where the two documents share a key, a function of the two documents, so
     that of the partitions that find a pair exactly one reports it (and verifies its sketches). Within
     k: the lowest SimHash table whose block they share; beyond k: the lowest band table whose value
-    they share (the record keeps every band); unknown (a record without bands): every one reports it."""
+    they share (``column``: the record keeps every band); unknown (a record without bands): every one
+    reports it."""
     if distance <= layout.k:
         return layout.first_shared(stored, fingerprint) in once_in
-    column = first_shared_band(record, head, n, band_values)
     return column is None or layout.k + 1 + column in once_in
 
 
