@@ -127,7 +127,7 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
     arena's sub-chains only those near the next block, so without this the answer would depend on which path
     read the root. ``band_decided``: the batch path checked the band candidates' records already
     (``run_query._band_decisions``): ``band`` holds the ones that share a value, each with the lowest
-    column it shares ([] when the record cannot tell)."""
+    column it shares."""
     layout = state.layout
     k = layout.k
     head = state.codec.head
@@ -152,10 +152,7 @@ def hits(state: IndexState, fingerprint: int, near: Collection[int], band: BandC
         if once_in is not None:
             column = None  # beyond k: the lowest band column the two share (None: cannot tell)
             if distance > k:
-                if not band_decided:
-                    column = first_shared_band(value, head, n, band_values)
-                elif band[handle]:
-                    column = band[handle][0]
+                column = band[handle][0] if band_decided else first_shared_band(value, head, n, band_values)
             if not _reports(layout, once_in, distance, stored, fingerprint, column):
                 continue
         payload, pos = record_tail(value, head, n)
