@@ -188,6 +188,7 @@ def simulate(runs: list[list[InputRecord]], partitions: int, matching: MatchSett
             start = clock()
             gather.handle(partition, found)
             cpu["gather"] += clock() - start
+        gather.end_batch()  # as the worker's agent batch ends (hops.Pipeline)
     start = clock()
     for partition in list(gathered):
         gather.released(partition, gather.release(partition, now=math.inf))

@@ -11,11 +11,20 @@ from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
-from stream.detect import DecodedFingerprints, MatchSettings
+from stream.detect import DecodedFingerprints, Match, MatchSettings
 from stream.fingerprint import FingerprintConfig, Fingerprinter, parse_document
 from stream.service.runtime.backlog import Backlog
 from stream.service.stages import DocumentStage, GatherStage, InputRecord, Pipeline, ProbeStage, Topics
-from stream.service.stages.messages import GatherEntry, ProbeItem, Route, Source, entry_from_json
+from stream.service.stages.messages import (
+    Answer,
+    GatherEntry,
+    Header,
+    ProbeItem,
+    Route,
+    Source,
+    entry_from_json,
+    version_of,
+)
 from stream.service.stages.routing import doc_partition
 from stream.service.stages.stage_values import Hops, merge
 from stream.storage import MemoryStore
@@ -658,3 +667,30 @@ def test_short_pages_inside_an_archive_are_found_at_every_index_partition_count(
     without, _ = _run(values, frozenset(), topics=Topics("probe", "gather", "verdicts", "dlq", 3, 2),
                       matching=MatchSettings(anchor_cap=0))
     assert [i for i in range(10) if without[f"page{i}"]["verdict"] != "unique"] == [0]
+
+
+def test_a_state_whose_entries_failed_is_read_again_from_the_table() -> None:
+    """The gather stage keeps the states it wrote for the rest of the agent batch (a route's answers
+    come in the same batch when its hops are local). A document whose entries fail is dead-lettered
+    and its state read from the table again, not taken half-applied: the failing answer counted its
+    partition before its match broke, and with that count the other partition's answer would complete
+    the round. The same verdicts and letters as with a batch per step."""
+    source = Source("documents", 0, 7, 5.0)
+    header = Header("d", source.round_id, 0, source, (5.0, "d"), 0xD, "s", version=version_of(5.0, source))
+    broken = Match("e", 3, 0.9, (None, "e"))  # type: ignore[arg-type]  # an order that does not compare
+    steps: list[list[GatherEntry]] = [[Route(header, b"fp", {0: [0], 1: [1]})],
+                                      [Answer("d", source.round_id, 0, [broken], header)],
+                                      [Answer("d", source.round_id, 1, [Match("c", 2, 0.95, (1.0, "c"))])]]
+
+    def run(batch_per_step: bool) -> list[tuple[str, Any]]:
+        out, store = Out(), MemoryStore()
+        gather = GatherStage(TOPICS, out, lambda _: store)  # type: ignore[arg-type]
+        for entries in steps:
+            gather.handle(doc_partition("d", TOPICS.gather_partitions), entries)
+            if batch_per_step:
+                gather.end_batch()
+        return [(topic, json.loads(value or b"null")) for topic, _, value in out.sent if topic in ("verdicts", "dlq")]
+
+    together = run(False)
+    assert [topic for topic, _ in together] == ["dlq"]  # partition 0 has not answered: no verdict yet
+    assert together == run(True)

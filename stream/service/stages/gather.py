@@ -53,6 +53,14 @@ class GatherStage:
         self.backlog_hold = max(backlog_hold, revision_interval)
         self.behind = behind
         self.dead = DeadLetters(output, topics.dlq)
+        # (partition, id) -> the state ``handle`` just wrote: a later step of the same agent batch (a
+        # route's answers, when its hops are local) takes it from here, not decoded again; emptied by
+        # ``end_batch``, and before the timer's ``release`` and ``released`` read the table
+        self._written: dict[tuple[int, str], GatherState] = {}
+
+    def end_batch(self) -> None:
+        """The agent batch is over: the next one reads every state from the table."""
+        self._written.clear()
 
     def handle(self, partition: int, entries: Sequence[GatherEntry]) -> dict[int, list[ProbeItem]]:
         """Entries of one gather partition: apply them per document, publish what is due; the probe items
@@ -68,13 +76,18 @@ class GatherStage:
                     by_doc[revise.doc].append(revise)
             else:
                 by_doc[entry.doc].append(entry)
-        states = dict(zip(by_doc, store.multi_get([doc.encode() for doc in by_doc]), strict=True))
+        # taken out: a document that fails below is read from the table again, not from a half-applied object
+        written = {doc: state for doc in by_doc if (state := self._written.pop((partition, doc), None))}
+        unread = [doc for doc in by_doc if doc not in written]
+        states = dict(zip(unread, store.multi_get([doc.encode() for doc in unread]), strict=True))
         for doc, doc_entries in by_doc.items():
             try:
-                raw = states[doc]
-                # no state: nothing of the id is indexed (a completed deletion drops the state)
-                state = (GatherState.from_json(loads(raw), self.max_matches) if raw
-                         else GatherState(doc, self.max_matches, placed=[]))
+                state = written.get(doc)
+                if state is None:
+                    raw = states[doc]
+                    # no state: nothing of the id is indexed (a completed deletion drops the state)
+                    state = (GatherState.from_json(loads(raw), self.max_matches) if raw
+                             else GatherState(doc, self.max_matches, placed=[]))
                 was_held = state.held
                 items: list[tuple[int, ProbeItem]] = []
                 due, revision = self._apply(state, doc_entries, items)
@@ -108,6 +121,7 @@ class GatherStage:
                 continue
             _add(probes, items)  # only once every step of the document succeeded
             writes.append((doc.encode(), encoded))
+            self._written[(partition, doc)] = state
         if writes:
             store.write_ops(writes)
         return probes
@@ -117,6 +131,7 @@ class GatherStage:
         for ``released`` once those verdicts are delivered (so a crash before then publishes them again).
         A held key holds the end of the document's interval; while the worker is behind, a revision is
         due only ``backlog_hold`` after the last publish."""
+        self.end_batch()
         store = self.store_for(partition)
         now = self.clock() if now is None else now
         if self.behind():
@@ -133,6 +148,7 @@ class GatherStage:
     def released(self, partition: int, released: Sequence[tuple[bytes, bytes]]) -> None:
         """Mark the revisions ``release`` published as published. A state that changed meanwhile (a
         revision merged since) stays held, due a revision interval after this publish."""
+        self.end_batch()
         store = self.store_for(partition)
         docs = [key[len(HELD_PREFIX):] for key, _ in released]
         writes: list[tuple[bytes, bytes | None]] = []

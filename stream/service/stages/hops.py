@@ -74,18 +74,27 @@ class Pipeline:
         warm_up(self.probes.matching.detector(index), *warm_up_fingerprints(self.documents.fingerprinter))
 
     def documents_batch(self, records: Sequence[InputRecord]) -> None:
-        self._forward(self.documents.handle(records))
+        try:
+            self._forward(self.documents.handle(records))
+        finally:
+            self.gather.end_batch()
 
     def probe_batch(self, messages: Sequence[tuple[int, Sequence[ProbeItem]]]) -> None:
         hops = Hops()
-        merge(hops.gather, self.probes.handle_batch(messages))
-        self._forward(hops)
+        try:
+            merge(hops.gather, self.probes.handle_batch(messages))
+            self._forward(hops)
+        finally:
+            self.gather.end_batch()
 
     def gather_batch(self, entries: Mapping[int, Sequence[GatherEntry]]) -> None:
         hops = Hops()
-        for partition, items in entries.items():
-            merge(hops.probes, self.gather.handle(partition, items))
-        self._forward(hops)
+        try:
+            for partition, items in entries.items():
+                merge(hops.probes, self.gather.handle(partition, items))
+            self._forward(hops)
+        finally:
+            self.gather.end_batch()
 
     def _forward(self, hops: Hops) -> None:
         """Hand on ``hops`` until nothing is left: a route makes probe items, a probe item an answer
