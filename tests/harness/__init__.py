@@ -1,7 +1,7 @@
 """The integration harness: a deployment on a real broker (workers as subprocesses) and the tools that
 watch it from outside. Used by the integration tests and by the reliability benchmarks."""
 
-from tests.harness.deployment import Deployment, Row, demo_docs, demo_pairs, reference, row, rows
+from tests.harness.deployment import Deployment, Row, demo_docs, demo_pairs, listen_port, reference, row, rows
 from tests.harness.observe import (
     Supervisor,
     VerdictWatch,
@@ -17,7 +17,23 @@ from tests.harness.observe import (
 )
 
 __all__ = [
-    "Deployment", "Row", "Supervisor", "VerdictWatch", "accounted", "compare", "demo_docs", "demo_pairs",
-    "disk_bytes", "http_status", "load", "metric", "publish", "raw_values", "reference", "row", "rows",
+    "Deployment",
+    "Row",
+    "Supervisor",
+    "VerdictWatch",
+    "accounted",
+    "compare",
+    "demo_docs",
+    "demo_pairs",
+    "disk_bytes",
+    "http_status",
+    "listen_port",
+    "load",
+    "metric",
+    "publish",
+    "raw_values",
+    "reference",
+    "row",
+    "rows",
     "settled_table",
 ]

@@ -3,9 +3,11 @@ independent client (it is in the [test] and [bench] extras), and the single-proc
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +22,27 @@ from typing import Any
 PARTITIONS = 4
 DEAD_MEMBER_S = 11  # the broker expires a SIGKILLed member (session timeout 10 s) before its successor joins
 Row = tuple[str, str | None, tuple[str, ...]]  # verdict, canonical, sorted match ids
+
+
+_LISTEN_PORTS = itertools.count()
+
+
+def listen_port() -> int:
+    """A free port for a listener a test starts (a worker's metrics, the console, a broker), below the
+    ephemeral range: a port found free by binding port 0 lies in that range, where any outgoing
+    connection (the broker's clients) or another test's port 0 may take it before the listener binds
+    it (a worker then exits 2: "already in use"). Each pytest-xdist worker takes its own 400 ports,
+    so two tests never pick the same one."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % 31  # 20000-32399
+    for _ in range(400):
+        port = 20000 + 400 * worker + next(_LISTEN_PORTS) % 400
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free listener port left for this test process")
 
 
 def demo_docs() -> list[dict[str, Any]]:
@@ -107,11 +130,9 @@ class Deployment:
 
     def start_worker(self, name: str, data: Path | None = None, env: dict[str, str] | None = None
                      ) -> subprocess.Popen[bytes]:
-        from stream.service.runtime.embedded import free_port
-
         data = data or self.tmp / f"{name}-{len(self.workers)}"
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115
-        env = {"DEDUP_METRICS_PORT": str(free_port()), **(env or {})}
+        env = {"DEDUP_METRICS_PORT": str(listen_port()), **(env or {})}
         self.metrics_ports[name] = int(env["DEDUP_METRICS_PORT"])
         proc = subprocess.Popen([sys.executable, "-m", "stream", "worker", "--data-dir", str(data)],
                                 env={**self.env(), **env}, stdout=log, stderr=subprocess.STDOUT)

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from stream.service.runtime.embedded import free_port, port_open
+from stream.service.runtime.embedded import port_open
+from tests.harness import listen_port
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +67,7 @@ def test_publish_reports_every_bad_line_and_delivers_every_good_one(broker: Any,
 
 
 def test_the_broker_command_stops_tansu_on_sigterm_and_is_found_by_other_commands(tmp_path: Path) -> None:
-    port = free_port()
+    port = listen_port()
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path), "DEDUP_BROKER": ""}
     proc = subprocess.Popen([sys.executable, "-m", "stream", "broker", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import Deployment, demo_docs
+from tests.harness import Deployment, demo_docs, listen_port
 
 pytestmark = pytest.mark.integration  # one process runs the whole module (ONE_PROCESS in tests/conftest.py)
 
@@ -41,9 +41,8 @@ def deployment(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 @pytest.fixture(scope="module")
 def console_url(deployment: Deployment) -> Iterator[str]:
-    from stream.service.runtime.embedded import free_port
 
-    port = free_port()
+    port = listen_port()
     log = open(deployment.tmp / "console.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "stream", "console", "--port", str(port)],
                             env=deployment.env(), stdout=log, stderr=subprocess.STDOUT)

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from stream.service.runtime.embedded import free_port
-from tests.harness import Deployment, Row, rows
+from tests.harness import Deployment, Row, listen_port, rows
 
 pytestmark = pytest.mark.integration
 
@@ -86,7 +85,7 @@ def _get(url: str) -> tuple[int, dict[str, Any]]:
 
 def test_a_paused_broker_loses_nothing_logs_little_and_health_says_so(
         deployment: Deployment, corpus: list[dict[str, Any]], expected: dict[str, Row]) -> None:
-    port = free_port()
+    port = listen_port()
     data = deployment.tmp / "w-0"
     deployment.start_worker("w", data=data, env={"DEDUP_METRICS_PORT": str(port), "DEDUP_LOG_LEVEL": "info"})
     deployment.wait_ready(data)
@@ -173,7 +172,7 @@ def test_a_broker_that_lost_its_data_stops_the_worker_with_what_to_do(tmp_path: 
     data dir until `dedup reset`; after the reset it starts from scratch."""
     from stream.service.runtime.embedded import EmbeddedBroker
 
-    port = free_port()
+    port = listen_port()
     broker = EmbeddedBroker(port=port, log_path=tmp_path / "tansu.log").start()
     deployment = Deployment(broker, tmp_path)
     try:

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from stream.service.runtime.embedded import free_port
-from tests.harness import Deployment
+from tests.harness import Deployment, listen_port
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +82,7 @@ def test_deletes_survive_recovery(deployment: Deployment, loss: str) -> None:
 def test_retention_limits_matches_and_its_deletions_survive_recovery(deployment: Deployment) -> None:
     data = deployment.tmp / "w-0"
     env = {"DEDUP_RETENTION": "1h", "DEDUP_LATE_ALLOWANCE": "60s"}
-    port = free_port()
+    port = listen_port()
     first = deployment.start_worker("w", data=data, env={**env, "DEDUP_METRICS_PORT": str(port)})
     day = 86_400.0
     deployment.publish([{"id": "day0", "text": POEM, "ts": 0.0}, {"id": "day0+30m", "text": POEM, "ts": 1800.0}])

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from stream.service.runtime.app import ready_pid
-from stream.service.runtime.embedded import free_port
-from tests.harness import Deployment
+from tests.harness import Deployment, listen_port
 
 pytestmark = pytest.mark.integration
 
@@ -163,7 +162,7 @@ def _metric(text: str, name: str) -> float:
 
 def test_a_live_worker_s_endpoints_metrics_and_ready_state(deployment: Deployment, corpus: list[dict[str, Any]],
                                                            tmp_path: Path) -> None:
-    port, token = free_port(), "t0ken"
+    port, token = listen_port(), "t0ken"
     data = deployment.tmp / "w-0"
     worker = deployment.start_worker("w", data=data, env={"DEDUP_METRICS_PORT": str(port),
                                                           "DEDUP_METRICS_TOKEN": token})

@@ -19,8 +19,8 @@ import pytest
 
 from stream.errors import UsageError
 from stream.service.runtime.app import READY_FILE, process_state, ready_pid
-from stream.service.runtime.embedded import free_port
 from stream.service.runtime.health import Health, serve
+from tests.harness import listen_port
 
 
 class Clock:
@@ -78,7 +78,7 @@ def test_a_token_guards_every_endpoint() -> None:
     clock = Clock()
     health = _health(clock)
     health.set_ready(True)
-    port = free_port()
+    port = listen_port()
     server = serve(health, "127.0.0.1", port, token="s3cret")
     try:
         for path in ("/metrics", "/health", "/ready"):
@@ -103,7 +103,7 @@ def test_a_busy_port_is_a_usage_error() -> None:
 
 def test_a_scraper_that_leaves_early_leaves_no_traceback(capfd: pytest.CaptureFixture[str]) -> None:
     health = _health(Clock())
-    port = free_port()
+    port = listen_port()
     server = serve(health, "127.0.0.1", port)
     try:
         slowest = 0.0
