@@ -131,6 +131,9 @@ class EmbeddedBroker:
             pass
 
     def start(self, timeout: float = 15.0) -> EmbeddedBroker:
+        # a port another process listens on looks ready at once, while tansu exits unable to bind it
+        if port_open(self.host, self.port):
+            raise BrokerError(f"{self.host}:{self.port} is in use by another process: choose another port")
         listener = f"tcp://{self.host}:{self.port}"
         cmd = [
             tansu_binary(), "broker",
