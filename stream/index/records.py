@@ -96,9 +96,10 @@ def lookup_puts(hb: bytes, ts: float, id_key: bytes) -> list[tuple[bytes, bytes]
     return [(EXPIRY_NS + ts_key(ts) + hb, b""), (id_key, hb)]
 
 
-def pack_bands(pairs: Sequence[tuple[int, int]]) -> bytes:
+def pack_bands(pairs: Sequence[tuple[int, int]] | np.ndarray) -> bytes:
     """The band values, 8 bytes each, big-endian: the index keeps no extension (band tables do not
-    split), so a record stores 8 bytes per band, not 16."""
+    split), so a record stores 8 bytes per band, not 16. ``pairs``: (value, extension) pairs, or an
+    array of them."""
     return struct.pack(f">{len(pairs)}Q", *[value for value, _ in pairs])
 
 

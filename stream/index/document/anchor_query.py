@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from stream.index.batch.data import BatchBands
-from stream.index.records import RECORD_HEAD, IndexHit, doc_key, first_shared_band, record_tail
+from stream.index.records import RECORD_HEAD, IndexHit, doc_key, first_shared_band, pack_bands, record_tail
 from stream.index.state import IndexState
 
 
@@ -35,9 +35,7 @@ def _hits(state: IndexState, fingerprint: int, handles: list[int],
           bands: Sequence[tuple[int, int]] | np.ndarray | None) -> list[IndexHit]:
     found = []
     head, k = state.codec.head, state.layout.k
-    query = None  # the band values packed as pack_bands packs them (bands: pairs or an array of them)
-    if bands is not None and len(bands):
-        query = np.asarray(bands, dtype=np.uint64)[:, 0].astype(">u8").tobytes()
+    query = None if bands is None or not len(bands) else pack_bands(bands)
     for value in state.records(handles):
         if value is None:  # not in the table's derived state unless recorded; a store edited behind it
             continue
