@@ -20,6 +20,8 @@ from stream.index.document import anchor_query, query, writes
 from stream.index.layout import TableLayout
 from stream.index.records import BAND_STAMP_KEY, IndexHit, check_config, index_config
 from stream.index.simhash.cache import BucketCache, RootFilter
+from stream.index.simhash.segments import DEFAULT_LIMIT as DEFAULT_ENTRY_LIMIT
+from stream.index.simhash.segments import upgrade_keys_only
 from stream.index.simhash.stats import IndexStats
 from stream.index.simhash.table import SplitPolicy
 from stream.index.state import IndexState
@@ -49,7 +51,9 @@ class BlockIndex:
     a store restored from a changelog, where new documents mostly meet band buckets that do not exist
     yet. ``band_dir``: where the band tables keep their runs for an index on a caller's store (else
     all in memory); derived state, rebuilt from the records on open unless the store holds the stamp
-    ``close`` wrote beside them.
+    ``close`` wrote beside them. ``entry_limit``: the batch path's SimHash entries kept in memory
+    before they are written a root at a time (simhash/segments.py); an open after a crash redoes
+    them from the records written since.
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class BlockIndex:
         root_filter: bool = False,
         band_memtable: int = DEFAULT_MEMTABLE_ENTRIES,
         band_dir: str | Path | None = None,
+        entry_limit: int = DEFAULT_ENTRY_LIMIT,
     ) -> None:
         self.layout = TableLayout(k, bands, bits)
         self.k, self.bits, self.bands = k, bits, bands
@@ -84,6 +89,7 @@ class BlockIndex:
             # table) may expect each write at once, and a MemoryStore gains nothing.
             write_buffer = DEFAULT_WRITE_BUFFER if owns_store and path is not None else 0
         kv = BufferedStore(self.store, write_buffer) if write_buffer > 0 else self.store
+        upgrade_keys_only(kv, index_config(k, bits, bands))
         fresh = check_config(kv, index_config(k, bits, bands))
         policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
         # the band tables of an index on a RocksDB of its own, or given a directory, keep their older
@@ -94,7 +100,11 @@ class BlockIndex:
         band_tables = BandTables(runs_dir, kv.get(BAND_STAMP_KEY), band_memtable)
         if band_tables.reused:  # from here on a crash must not find the stamp (bands/tables.py)
             kv.write_ops([(BAND_STAMP_KEY, None)])
-        self._state = state = IndexState.open(self.layout, kv, policy, cache_bytes, band_tables)
+        self._state = state = IndexState.open(self.layout, kv, policy, cache_bytes, band_tables, entry_limit)
+        if fresh:
+            state.checkpoint_entries()  # the watermark: from here on an open redoes what a crash lost
+        else:
+            state.replay_entries()
         # An empty store of our own: until the cache evicts, every bucket is in it (cache misses on new
         # blocks skip a scan of ~20 us; a 1M build meets 262k new root buckets). Not for a caller's
         # store, which may be filled behind the index, unless the caller says nothing else writes it
@@ -220,12 +230,21 @@ class BlockIndex:
         return self._state.stats.snapshot(len(cache), cache.hits, cache.misses)
 
     def flush(self) -> None:
+        """Statistics and buffered writes to the store. The batch path's pending SimHash entries stay
+        in memory (``write_pending``); an open after a crash redoes them from the records."""
         self._state.checkpoint()
         self._state.kv.flush()
+
+    def write_pending(self) -> None:
+        """The batch path's pending SimHash entries into the store now, as ``close`` does
+        (simhash/segments.py): a store copied after it holds every entry as it is."""
+        self._state.checkpoint_entries()
+        self.flush()
 
     def close(self) -> None:
         """Persist statistics and flush; closes the store if the index opened it."""
         state = self._state
+        state.checkpoint_entries()
         state.checkpoint()
         stamp = state.band_map.persist()
         if stamp is not None:

@@ -42,7 +42,7 @@ CONFIG_KEY, STATS_KEY, HANDLE_KEY = META_NS + b"config", META_NS + b"stats", MET
 # the stamp of the band runs a clean close left on disk (bands/tables.py)
 BAND_STAMP_KEY = META_NS + b"bandruns"
 # A store of another version is refused on open: docs/index.md, "Storage layout" lists what changed.
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 HANDLE_LEN = 5  # bytes: 2^40 documents per store before handles wrap
 HANDLE_BLOCK = 4096
 RECORD_HEAD = struct.Struct(">QdB")  # fingerprint, ts, number of bands (+ PAYLOAD_FLAG)

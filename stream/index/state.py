@@ -26,9 +26,11 @@ from stream.index.records import (
 from stream.index.simhash.arena import RootArena
 from stream.index.simhash.buckets import Bucket
 from stream.index.simhash.cache import BucketCache, RootFilter
+from stream.index.simhash.segments import DEFAULT_LIMIT as DEFAULT_ENTRY_LIMIT
+from stream.index.simhash.segments import PendingEntries, read_watermark, record_fingerprint, records_from, watermark_op
 from stream.index.simhash.stats import StatsRecorder
 from stream.index.simhash.table import BucketTable, Leaf, SplitPolicy
-from stream.storage import KVStore
+from stream.storage import KVStore, WriteOp
 
 STATS_EVERY = 512  # mutations between statistics checkpoints
 
@@ -84,6 +86,8 @@ class IndexState:
     handles: Handles
     root_slots: RootSlots | None
     anchors: AnchorTable | None = None  # the anchor table, when the index keeps one (index/anchors.py)
+    # the batch path's SimHash entries not yet in the store (simhash/segments.py; None: no batch path)
+    pending: PendingEntries | None = None
     positions: np.ndarray = field(default_factory=lambda: np.empty(1024, dtype=np.int64))  # kernels' output
     version: int = 0  # bumped by every mutation; keys the memos below
     dirty: int = 0  # mutations since the last statistics checkpoint
@@ -96,7 +100,7 @@ class IndexState:
 
     @classmethod
     def open(cls, layout: TableLayout, kv: KVStore, policy: SplitPolicy, cache_bytes: int,
-             band_tables: BandTables) -> IndexState:
+             band_tables: BandTables, entry_limit: int = DEFAULT_ENTRY_LIMIT) -> IndexState:
         raw_stats = kv.get(STATS_KEY)
         stats = StatsRecorder.from_json(raw_stats) if raw_stats else StatsRecorder()
         cache = BucketCache(cache_bytes)
@@ -110,7 +114,62 @@ class IndexState:
         if all(slots is not None for slots in slot_lists):
             pairs = zip(slot_lists, layout.blocks, strict=True)
             state.root_slots = tuple((slots, low, mask) for slots, (low, mask) in pairs if slots is not None)
+            state.pending = PendingEntries([scheme.top_len for scheme in layout.simhash],
+                                           [scheme.payload_len for scheme in layout.simhash], entry_limit)
+            cache.on_evict = state.write_back
+            for table in state.tables:
+                table.write_back = state.write_back_root
+                table.new_seq = state.new_seq
         return state
+
+    # -- pending entries (simhash/segments.py) ----------------------------------------------------
+
+    def new_seq(self) -> tuple[int, list[WriteOp]]:
+        """A segment number (a handle: never reused) and the writes that must come before its use."""
+        seq = self.handles.take()
+        reservation = self.handles.reservation()
+        return seq, [] if reservation is None else [reservation]
+
+    def write_back(self, roots: list[tuple[int, int]]) -> None:
+        """The pending entries of ``roots`` ((table, block value)) into the store: they leave the cache."""
+        assert self.pending is not None
+        if self.pending.count:
+            seq, ops = self.new_seq()
+            ops += self.pending.take_roots(roots, seq)
+            self.kv.write_ops(ops)
+
+    def write_back_root(self, key: bytes) -> None:
+        self.write_back([(key[0], int.from_bytes(key[1:], "big"))])
+
+    def checkpoint_entries(self) -> None:
+        """Every pending entry into the store, then the watermark: every document before the next handle
+        has its entries there."""
+        if self.pending is None:
+            return
+        seq, ops = self.new_seq()
+        ops += self.pending.take_all(seq)
+        ops.append(watermark_op(self.handles.next))
+        self.kv.write_ops(ops)
+
+    def replay_entries(self) -> int:
+        """After a crash: the SimHash entries of every record from the watermark on, into the store
+        (the pending entries the crash lost are among them). Returns how many documents."""
+        if self.pending is None:
+            return 0
+        first = read_watermark(self.kv)
+        handles, fingerprints, masks = [], [], []
+        for handle, value in records_from(self.kv, first, self.handles.next):
+            handles.append(handle)
+            fingerprints.append(record_fingerprint(value))
+            masks.append(int.from_bytes(value[RECORD_HEAD.size : self.codec.head], "little"))
+        fps, mask = np.array(fingerprints, dtype=np.uint64), np.array(masks, dtype=np.uint64)
+        for t, scheme in enumerate(self.layout.simhash):
+            has = (mask >> np.uint64(t)) & np.uint64(1) == 1
+            self.pending.add(t, self.layout.block_values(t, fps[has]), np.array(handles, dtype=np.uint64)[has],
+                             scheme.payload_values(fps[has]))
+        if handles:
+            self.checkpoint_entries()
+        return len(handles)
 
     def restore(self, root_filter: bool, bands: bool) -> None:
         """The state derived from the records of a store that is not empty: the band tables if
@@ -144,7 +203,10 @@ class IndexState:
             self.checkpoint()
 
     def checkpoint(self) -> None:
-        self.kv.write_ops([(STATS_KEY, self.stats.to_json()), self.handles.checkpoint()])
+        ops: list[WriteOp] = [(STATS_KEY, self.stats.to_json()), self.handles.checkpoint()]
+        if self.pending is not None and not self.pending.count:  # every entry is in the store
+            ops.append(watermark_op(self.handles.next))
+        self.kv.write_ops(ops)
         self.dirty = 0
 
     def room(self, count: int) -> np.ndarray:

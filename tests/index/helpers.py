@@ -4,13 +4,17 @@ service's table store tests)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
 from stream.index import BlockIndex
-from stream.index.simhash.schemes import near_equal_widths
-from stream.storage import MemoryStore
+from stream.index.records import META_NS, handle_bytes
+from stream.index.simhash.schemes import BlockScheme, near_equal_widths
+from stream.index.simhash.segments import SEGMENT_TAG, root_entries
+from stream.index.simhash.table import ENTRY_TAG
+from stream.storage import KVStore, MemoryStore
 
 BITS = 64
 
@@ -74,6 +78,33 @@ SKEWS = st.sampled_from(["uniform", "one_block", "two_blocks", "duplicates"])
 
 
 K = 3
+
+
+def stored_contents(index: BlockIndex) -> dict[bytes, bytes]:
+    """The index's store after ``write_pending`` as ``logical_contents`` gives it: what the batch path
+    and the one-document path must agree on."""
+    index.write_pending()
+    return logical_contents(index.store, index.layout.simhash)
+
+
+def logical_contents(store: KVStore, schemes: Sequence[BlockScheme]) -> dict[bytes, bytes]:
+    """A block index's store, metadata left out, with every top-level bucket's entries as the entry
+    keys they stand for (segments and tombstones resolved: simhash/segments.py)."""
+    out: dict[bytes, bytes] = {}
+    by_root: dict[bytes, list[tuple[bytes, bytes]]] = defaultdict(list)
+    for key, value in store.scan_prefix(b""):
+        if key.startswith(META_NS):
+            continue
+        if key[0] < len(schemes):
+            root = key[: 1 + schemes[key[0]].top_len]
+            if key[len(root) : len(root) + 1] in (ENTRY_TAG, SEGMENT_TAG):
+                by_root[root].append((key, value))
+                continue
+        out[key] = value
+    for root, kept in by_root.items():
+        pairs, _, _ = root_entries(kept, root + ENTRY_TAG, root + SEGMENT_TAG, schemes[root[0]].payload_len)
+        out.update((root + ENTRY_TAG + handle_bytes(handle), payload) for handle, payload in pairs)
+    return out
 
 
 class ChangelogStore(MemoryStore):

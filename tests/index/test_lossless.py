@@ -162,7 +162,7 @@ def test_a_store_of_an_older_format_is_refused_with_a_clear_error(tmp_path: Path
     store.close()
     # format 6 records keep 16 bytes per band (value and extension); format 7 entries keep other filter
     # bits, and its tables report other pairs (SimhashBlocks.reaches)
-    with pytest.raises(ValueError, match=f"format version {version}, this code reads version 8 only: rebuild it"):
+    with pytest.raises(ValueError, match=f"format version {version}, this code reads version 9 only: rebuild it"):
         BlockIndex(str(tmp_path / "i"), k=3, bands=16)
 
 

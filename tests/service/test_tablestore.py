@@ -15,7 +15,7 @@ from rocksdict import Options, Rdict
 
 from stream.index import DERIVED_NAMESPACES, BlockIndex, rebuild_derived_keys
 from stream.service.runtime.tablestore import FaustTableStore
-from tests.index.helpers import FORCED, check_every_prefix_plus_redelivery, make_set
+from tests.index.helpers import FORCED, check_every_prefix_plus_redelivery, logical_contents, make_set
 
 K = 3
 
@@ -55,6 +55,10 @@ def items(db: Any) -> dict[bytes, bytes]:
     return dict(db.items())
 
 
+def contents(store: FaustTableStore) -> dict[bytes, bytes]:
+    return logical_contents(store, BlockIndex(None, k=K).layout.simhash)
+
+
 def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tmp_path: Path) -> None:
     out = LogOutput()
     store = open_store(tmp_path / "live", out)
@@ -66,7 +70,9 @@ def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tm
     assert index.stats().splits > 0
     assert not [key for key, _ in out.log if key[0] in DERIVED_NAMESPACES]
     recovered, reopened, _ = recover(tmp_path / "taken-over", out.log)
-    assert items(recovered.db) == items(store.db)
+    # the open redid the entries of the records after the watermark (simhash/segments.py): the same
+    # entries, maybe in segments
+    assert contents(recovered) == contents(store)
     for i, (doc_id, fp) in enumerate(list(docs.items())[1:], start=1):  # payloads come back with the hits
         assert {h.doc_id: h.payload for h in reopened.query(fp)}[doc_id] == doc_id.encode() * (i % 3)
     # derived keys left from an earlier assignment (here: of the deleted document) are dropped
@@ -74,7 +80,7 @@ def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tm
     recovered.db.put(doc_ns + b"gone", b"\x00\x00\x00\x00\x09")
     recovered.db.put(expiry_ns + bytes(8) + b"\x00\x00\x00\x00\x09", b"")
     rebuild_derived_keys(recovered)
-    assert items(recovered.db) == items(store.db)
+    assert contents(recovered) == contents(store)
 
 
 def test_every_changelog_prefix_plus_redelivery_is_lossless(tmp_path: Path) -> None:
@@ -93,6 +99,7 @@ def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
     for doc_id, fp in docs.items():
         index.insert(fp, doc_id)
     _, recovered, log = recover(tmp_path / "next", out.log)
+    log.log.clear()  # what the open wrote: the entries redone after the watermark (simhash/segments.py)
     for doc_id, fp in docs.items():
         recovered.insert(fp, doc_id)
     assert log.log == []

@@ -5,11 +5,13 @@ counter updates.
 Order, so that a load never reads an entry that is then appended to its cached bucket again:
 1. the buckets the run appends to are resolved (in the root arena, created empty or loaded) before
    any write (batch/roots.py, before the run's query, which reads the same buckets);
-2. everything is written in one batch, laid out by kind (every entry of table 0 in key order, ...,
-   every record, every expiry key, every doc id): RocksDB then fills one column family at a time, 1.9 us
-   less per document at 1M than switching families per document (docs/decisions/index-hot-paths.md).
-   Each document's keys keep their commit order (entries, record, expiry key, doc id), so a
-   changelog prefix holds a doc id only for a complete document;
+2. the entries of unsplit roots go to the pending entries (simhash/segments.py), which reach the
+   store a root at a time (an open after a crash redoes them from the records); everything else is
+   written in one batch, laid out by kind (the entries below split roots, every record, every expiry
+   key, every doc id): RocksDB then fills one column family at a time, 1.9 us less per document at
+   1M than switching families per document (docs/decisions/index-hot-paths.md). Each document's keys
+   keep their commit order (entries, record, expiry key, doc id), so a changelog prefix holds a doc
+   id only for a document whose record is there;
 3. the entries are appended to the roots resolved in 1 (one compiled call; below a split root: to
    its split nodes, simhash/split_batch.py), counted, and hot buckets split.
 The band tables take the run's band values in the band map (bands/memtable.py) before its queries
@@ -60,7 +62,7 @@ def insert_run(state: IndexState, batch: DocumentBatch, start: int, resolved: Re
     keys: list[bytes] = []
     values: list[bytes] = []
     handle_matrix = batch_keys.big_endian(handles, HANDLE_LEN)
-    _entry_keys(state, batch, resolved, handle_matrix, keys, values)
+    _pend_entries(state, batch, resolved, handles)
     _split_entries(state, batch, resolved.below, handle_matrix, keys, values)
     _document_keys(state, batch, handle_matrix, keys, values)
     state.kv.write_ops(WritePairs(keys, values))
@@ -71,6 +73,9 @@ def insert_run(state: IndexState, batch: DocumentBatch, start: int, resolved: Re
             state.anchors.add(handle, payload)
     _mirror(state, batch, resolved, handles)
     _mirror_splits(state, batch, resolved.below, handles)
+    assert state.pending is not None
+    if state.pending.count >= state.pending.limit:
+        state.checkpoint_entries()
 
 
 def _split_entries(state: IndexState, batch: DocumentBatch, below: SplitRoots, handle_matrix: np.ndarray,
@@ -103,20 +108,15 @@ def _mirror_splits(state: IndexState, batch: DocumentBatch, below: SplitRoots, h
                 table.maybe_split(leaf, source)
 
 
-def _entry_keys(state: IndexState, batch: DocumentBatch, resolved: Resolved, handle_matrix: np.ndarray,
-                keys: list[bytes], values: list[bytes]) -> None:
-    """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table."""
+def _pend_entries(state: IndexState, batch: DocumentBatch, resolved: Resolved, handles: np.ndarray) -> None:
+    """The entries of the unsplit SimHash roots (``SimhashBlocks.payload``), table by table, into the
+    pending entries (simhash/segments.py): they reach the store a root at a time."""
+    assert state.pending is not None, "an index with slot lists keeps pending entries"
     array = batch.array
     for t, scheme in enumerate(state.layout.simhash):
         docs = np.flatnonzero(resolved.arena[t])
-        if not len(docs):
-            continue
-        # in key order: each insert into RocksDB's skip list then starts near the one before
-        # (write_ops -1.9 us per document at 300k, docs/decisions/index-rocksdb-background-cpu.md)
-        docs = docs[np.argsort(resolved.blocks[t, docs], kind="stable")]
-        blocks = batch_keys.big_endian(resolved.blocks[t, docs].astype(np.uint64), scheme.top_len)
-        keys += batch_keys.rows(batch_keys.concat(bytes([t]), blocks, ENTRY_TAG, handle_matrix[docs]))
-        values += batch_keys.rows(batch_keys.big_endian(scheme.payload_values(array[docs]), scheme.payload_len))
+        if len(docs):
+            state.pending.add(t, resolved.blocks[t, docs], handles[docs], scheme.payload_values(array[docs]))
 
 
 def _document_keys(state: IndexState, batch: DocumentBatch, handle_matrix: np.ndarray,

@@ -4,7 +4,8 @@ Each change writes its keys in commit order, the order a changelog replays and a
 insert writes the handle reservation, the entries, the record, then the expiry key and the doc id
 last (``insert`` takes a present doc id as done, so a replayed prefix is always redone); a delete
 removes the entries and the expiry key first, then the doc id, the record last (a replayed prefix
-leaves the doc id in place for a redelivered delete to finish). Then the cached leaves and the level
+leaves the doc id in place for a redelivered delete to finish); a deleted entry's key is kept,
+empty, as a tombstone over the segment that may hold it (simhash/segments.py). Then the cached leaves and the level
 counters take the change, and hot leaves re-split.
 """
 
@@ -173,6 +174,7 @@ def map_bands(state: IndexState, handle: int, bands: tuple[tuple[int, int], ...]
 def delete_handle(state: IndexState, raw_handle: bytes, doc: StoredDocument | None) -> None:
     """Remove the document with this handle (``doc``: its record, None if it has none)."""
     deletes: list[bytes] = []
+    tombstones: list[tuple[bytes, bytes | None]] = []  # an entry may sit in a segment: simhash/segments.py
     handle = int.from_bytes(raw_handle, "big")
     touched: list[tuple[BucketTable, tuple[int, int], list[Leaf]]] = []
     if doc is not None:
@@ -180,11 +182,11 @@ def delete_handle(state: IndexState, raw_handle: bytes, doc: StoredDocument | No
         for t in sorted(doc.tables & state.layout.simhash_tables):
             table = state.tables[t]
             leaves = table.leaves(source)
-            deletes.append(table.root_key(source) + ENTRY_TAG + raw_handle)
+            tombstones.append((table.root_key(source) + ENTRY_TAG + raw_handle, b""))
             touched.append((table, source, leaves))
         deletes += [key for key, _ in lookup_puts(raw_handle, doc.ts, doc_key(doc.doc_id))]
     deletes.append(HANDLE_NS + raw_handle)
-    state.kv.write_ops([(key, None) for key in deletes])
+    state.kv.write_ops([*tombstones, *((key, None) for key in deletes)])
     if doc is not None and doc.bands:
         map_bands(state, handle, doc.bands, doc.tables, state.band_map.remove_many)
     if doc is not None and state.anchors is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
@@ -113,6 +114,9 @@ class BucketCache:
         self.misses = 0
         self.arena = RootArena(max(1024, max_bytes // RootArena.ENTRY_BYTES))
         self.pinned = False
+        # called with the (table, block value) of the top-level buckets an eviction dropped: an index
+        # whose batch path keeps entries pending writes theirs (simhash/segments.py)
+        self.on_evict: Callable[[list[tuple[int, int]]], None] | None = None
 
     def __len__(self) -> int:
         return len(self.buckets) + sum(int((states == ROOT_ARENA).sum()) for states in self.root_states
@@ -322,13 +326,19 @@ class BucketCache:
         # never the newest top-level bucket: it is being used (a descent, or a load)
         newest = next((name for _, name in reversed(aged)
                        if isinstance(name, bytes) and len(name) == top_lens.get(name[0], len(name))), None)
+        evicted: list[tuple[int, int]] = []  # top-level buckets of tables with slots
         for _, name in aged:
             if self.size_bytes <= target:
                 break
             if isinstance(name, tuple):  # an arena root: (table, block value)
                 self._drop_arena_root(*name)
+                evicted.append(name)
             elif name != newest:
                 self._evict_bucket(name)
+                if len(name) == top_lens.get(name[0]) and len(name) <= 1 + self.SLOT_BYTES:
+                    evicted.append((name[0], int.from_bytes(name[1:], "big")))
+        if evicted and self.on_evict is not None:
+            self.on_evict(evicted)
 
     def _evict_bucket(self, key: bytes) -> None:
         bucket = self.buckets.get(key)

@@ -5,11 +5,12 @@ Key layout (all keys of a bucket and of its split descendants start with the buc
 
     node  := table(1) top(scheme.top_len)          top-level bucket
            | node b"x" group(1) value(var)          sub-bucket after a split (Wang & Wang 2019, §2.3)
-    top b"e" handle(5)   -> payload                 one key per entry (small writes: one changelog
-                                                    message per entry, never a whole bucket), always
-                                                    under the top-level bucket: ``scheme.payload``
-                                                    (a filter) while it is unsplit, the whole source
-                                                    (``scheme.whole_payload``) once it is split
+    top b"e" handle(5)   -> payload                 one key per entry, always under the top-level
+                                                    bucket: ``scheme.payload`` (a filter) while it is
+                                                    unsplit, the whole source (``scheme.whole_payload``)
+                                                    once it is split; empty: the entry was deleted
+    top b"g" seq(5)      -> (handle(5) payload)*    a segment: entries the batch path wrote together
+                                                    (simhash/segments.py); an entry key overrides it
     node b"s"            -> b""                     split marker
 
 Sub-buckets are not stored: a split top-level bucket keeps each entry once, and its sub-buckets
@@ -35,12 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from stream.index.batch import keys as batch_keys
-from stream.index.records import HANDLE_LEN
+from stream.index.records import HANDLE_LEN, handle_bytes
 from stream.index.simhash.buckets import Bucket, SplitBucket, take
 from stream.index.simhash.cache import BucketCache
 from stream.index.simhash.schemes import BlockScheme, BlockSource, DescentState
+from stream.index.simhash.segments import COMPACT_SEGMENTS, SEGMENT_TAG, root_entries
 from stream.index.simhash.stats import StatsRecorder
-from stream.storage import KVStore
+from stream.storage import KVStore, WriteOp
 
 ENTRY_TAG, SPLIT_TAG, CHILD_TAG = b"e", b"s", b"x"
 
@@ -96,7 +98,7 @@ class Partition:
     """A leaf's entries dealt into the sub-buckets of a split (``BucketTable._partition``)."""
 
     rewrites: list[tuple[bytes, bytes]]  # whole payloads of a top-level split's entries
-    orphans: list[bytes]  # entry keys without a record, to delete
+    orphans: list[bytes]  # entry keys without a record, to delete (a tombstone each)
     node: SplitBucket  # what replaces the leaf
     sizes: list[np.ndarray]  # per group, the sub-buckets' sizes
     big: list[Leaf]  # the sub-buckets of at least min_split entries, filled: they may split again
@@ -128,6 +130,10 @@ class BucketTable:
         self.policy = policy
         # Needed to split when entries keep only part of the fingerprint (scheme.exact is False).
         self.resolve = resolve
+        # Set by an index whose batch path keeps entries pending (simhash/segments.py): writes a
+        # root's pending entries; a new segment number with the writes that must precede its use.
+        self.write_back: Callable[[bytes], None] | None = None
+        self.new_seq: Callable[[], tuple[int, list[WriteOp]]] | None = None
         self.filter_mask = scheme.filter_mask
         self._prefix = bytes([table_id])
         self._root_len = cache.top_lens[table_id] = 1 + scheme.top_len
@@ -146,7 +152,7 @@ class BucketTable:
 
     def _load(self, key: bytes) -> Bucket:
         """The top-level bucket ``key``, missing from the cache, put into it: one prefix scan, its
-        entries (tag e sorts first), then the split markers. A split one keeps its entries
+        entries (keys and segments, ``_stored``) and split markers. A split one keeps its entries
         (``SplitBucket``) and deals them into sub-buckets as descents reach them."""
         assert len(key) == self._root_len, "sub-buckets come from their split parent (deal)"
         cache = self.cache
@@ -160,16 +166,9 @@ class BucketTable:
             bucket = Bucket()
             cache.put(key, bucket)
             return bucket
-        handles = array("Q")
-        payloads = []
-        split_nodes = set()
-        entry_prefix = key + ENTRY_TAG
-        for entry_key, payload in self.store.scan_prefix(key):
-            if entry_key.startswith(entry_prefix):
-                handles.append(int.from_bytes(entry_key[-HANDLE_LEN:], "big"))
-                payloads.append(payload)
-            else:
-                split_nodes.add(entry_key[: -len(SPLIT_TAG)])
+        split_nodes, pairs = self._stored(key)
+        handles = array("Q", [handle for handle, _ in pairs])
+        payloads = [payload for _, payload in pairs]
         scheme, top = self.scheme, key[1:]
         if key not in split_nodes:
             bucket = Bucket()
@@ -191,6 +190,37 @@ class BucketTable:
         node.markers = split_nodes
         cache.put(key, node)
         return node
+
+    def _stored(self, key: bytes) -> tuple[set[bytes], list[tuple[int, bytes]]]:
+        """The split markers under top-level bucket ``key`` and its live entries in the store
+        (simhash/segments.py), in handle order. An unsplit one with tombstones or many segments is
+        rewritten as one segment first."""
+        split_nodes: set[bytes] = set()
+        kept: list[tuple[bytes, bytes]] = []
+        entry_prefix, segment_prefix = key + ENTRY_TAG, key + SEGMENT_TAG
+        for stored_key, value in self.store.scan_prefix(key):
+            if stored_key.startswith(entry_prefix) or stored_key.startswith(segment_prefix):
+                kept.append((stored_key, value))
+            else:
+                split_nodes.add(stored_key[: -len(SPLIT_TAG)])
+        payload_len = self.scheme.payload_len
+        pairs, replaced, tombstones = root_entries(kept, entry_prefix, segment_prefix, payload_len)
+        segments = len(replaced) - tombstones
+        if (key not in split_nodes and self.new_seq is not None and (tombstones or segments > COMPACT_SEGMENTS)
+                and all(len(payload) == payload_len for _, payload in pairs)):
+            self._compact(key, pairs, replaced)
+        return split_nodes, pairs
+
+    def _compact(self, key: bytes, pairs: list[tuple[int, bytes]], replaced: list[bytes]) -> None:
+        """Rewrite an unsplit top-level bucket's stored entries as one segment: the new segment first,
+        then the keys it replaces (a prefix of these writes reads the same)."""
+        assert self.new_seq is not None
+        seq, ops = self.new_seq()
+        segment = key + SEGMENT_TAG + handle_bytes(seq)
+        if pairs:
+            ops.append((segment, b"".join(handle_bytes(handle) + payload for handle, payload in pairs)))
+        ops += [(old, None) for old in replaced if old != segment]
+        self.store.write_ops(ops)
 
     def deal(self, root: Bucket, parent: SplitBucket, group: int, value: bytes, key: bytes, aux: int) -> Bucket:
         """The sub-bucket ``key`` (group ``group``, sub-key ``value``) of the cached split node
@@ -300,6 +330,8 @@ class BucketTable:
         groups = self.scheme.groups(state)
         if groups == 0:
             return 0
+        if not leaf.path and self.write_back is not None:  # the split reads its entries from the store
+            self.write_back(leaf.key)
         part = self._partition(leaf, groups)
         size = part.size
         # Expected candidates after the split for a query drawn from the bucket's own entries.
@@ -324,27 +356,28 @@ class BucketTable:
 
     def _entries_of(self, leaf: Leaf) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
         """The leaf's entries as (handles, whole fingerprints), uint64 arrays, and the keys of entries
-        without a document record (to delete)."""
+        without a document record (to delete: a tombstone each)."""
         scheme, bucket = self.scheme, leaf.bucket
         if leaf.path and scheme.fingerprint_is_source:
             # below a split the cached fingerprints are whole (leaf_mask), and they are the source
             return (np.frombuffer(bucket.handles, dtype=np.uint64).copy(),
                     np.frombuffer(bucket.fps, dtype=np.uint64).copy(), [])
         root = leaf.key[: self._root_len]
-        scanned = list(self.store.scan_prefix(root + ENTRY_TAG))
+        pairs = self._stored(root)[1]
         if leaf.path:  # this leaf's entries among the split top-level bucket's (whole payloads)
             wanted = set(bucket.handles)
-            scanned = [(key, payload) for key, payload in scanned
-                       if len(payload) == scheme.whole_len and int.from_bytes(key[-HANDLE_LEN:], "big") in wanted]
-        handles = np.array([int.from_bytes(key[-HANDLE_LEN:], "big") for key, _ in scanned], dtype=np.uint64)
+            pairs = [(handle, payload) for handle, payload in pairs
+                     if len(payload) == scheme.whole_len and handle in wanted]
+        handles = np.array([handle for handle, _ in pairs], dtype=np.uint64)
         if scheme.exact or leaf.path:
-            return handles, scheme.decode_whole(root[1:], [payload for _, payload in scanned]), []
+            return handles, scheme.decode_whole(root[1:], [payload for _, payload in pairs]), []
         if self.resolve is None:
             raise RuntimeError("splitting entries that keep part of the fingerprint needs a resolver")
-        wholes = self.resolve([key[-HANDLE_LEN:] for key, _ in scanned])
+        wholes = self.resolve([handle_bytes(handle) for handle, _ in pairs])
         # An entry without a document record: left by a changelog prefix cut inside an insert whose
-        # redelivery took a new handle. Nothing can reach it any more: drop it.
-        orphans = [key for (key, _), whole in zip(scanned, wholes, strict=True) if whole is None]
+        # redelivery took a new handle. Nothing can reach it any more: a tombstone drops it.
+        orphans = [root + ENTRY_TAG + handle_bytes(handle)
+                   for (handle, _), whole in zip(pairs, wholes, strict=True) if whole is None]
         live = np.array([whole is not None for whole in wholes], dtype=np.bool_)
         fps = np.array([whole or 0 for whole in wholes], dtype=np.uint64)
         return handles[live] if len(handles) else handles, fps[live] if len(fps) else fps, orphans
@@ -388,7 +421,7 @@ class BucketTable:
         # Commit order (a changelog may replay a prefix): the whole payloads, then the marker; any
         # prefix without the marker is the unsplit bucket (decode reads either payload); the orphan
         # entries go after it.
-        self.store.write_ops([*part.rewrites, (leaf.key + SPLIT_TAG, b""), *((key, None) for key in part.orphans)])
+        self.store.write_ops([*part.rewrites, (leaf.key + SPLIT_TAG, b""), *((key, b"") for key in part.orphans)])
         node = part.node
         level = len(leaf.path)
         self.stats.resize(self.kind, level, len(leaf.bucket), 0)

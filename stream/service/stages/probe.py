@@ -56,10 +56,13 @@ class IndexMemory:
     (1 GiB of buckets, 4M band entries); a worker holds one per index partition beside Faust's tables.
     256 MiB of buckets holds the roots of ~2.5M documents; 2^18 band entries (~20k documents a
     partition, each indexed in about half of its 24 band tables there; ~10 MB with their log) before
-    a run goes to disk, where ~log2(entries / 2^18) runs stay, each probed through a Bloom filter."""
+    a run goes to disk, where ~log2(entries / 2^18) runs stay, each probed through a Bloom filter.
+    2^19 pending SimHash entries (~12 MB, ~130k documents a partition) before they are written a
+    root at a time (stream/index/simhash/segments.py)."""
 
     bucket_cache_bytes: int = 256 << 20
     band_memtable: int = 1 << 18
+    pending_entries: int = 1 << 19
 
 # A document's probe goes to every partition owning one of its buckets (all of them at a few
 # partitions), and one worker often owns several: its fingerprint is decoded once (``decoded``, shared by the stage, its
@@ -113,7 +116,7 @@ class ProbeStage:
             # runs' stamp (the service never writes one) rebuilds them from, so a crash cannot leave them stale
             index = BlockIndex(None, k=self.matching.k, bands=self.config.band_tables, store=buffered,
                                sole_writer=True, root_filter=True, cache_bytes=self.memory.bucket_cache_bytes,
-                               band_memtable=self.memory.band_memtable,
+                               band_memtable=self.memory.band_memtable, entry_limit=self.memory.pending_entries,
                                band_dir=None if self.band_dir is None else self.band_dir(partition))
         except ValueError as exc:
             raise ConfigError(f"block table partition {partition}: {exc}") from None
