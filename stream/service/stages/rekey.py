@@ -227,7 +227,7 @@ def block_partition(state: BlockState, documents: list[tuple[int, tuple[int, ...
         index.insert_many([state.fingerprints[r] for r in rows], [state.ids[r] for r in rows],
                           [state.times[r] for r in rows], _chunk_bands(state, rows, layout.bands),
                           [tables for _, tables in chunk], [state.payloads[r] for r in rows])
-    index.flush()
+    index.write_pending()  # its entries as segments and the watermark past them: the new worker redoes nothing
     yield from ((key, value) for key, value in store.values.items() if key_kind(key) != "derived")
     del index, store
     if state.settings is not None:
