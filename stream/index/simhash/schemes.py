@@ -95,6 +95,10 @@ class BlockScheme(Protocol):
         ``top``; payloads may be of either kind (a split cut short by a crash leaves both)."""
         ...
 
+    def decode_values(self, top: bytes, values: np.ndarray) -> np.ndarray:
+        """``decode`` of (unsplit) payloads given as the integers their bytes encode, uint64."""
+        ...
+
     def decode_whole(self, top: bytes, payloads: list[bytes]) -> np.ndarray:
         """Whole fingerprints of entries with whole payloads."""
         ...
@@ -221,7 +225,14 @@ class SimhashBlocks:
         if not payloads:
             return np.zeros(0, dtype=U64)
         pad = b"\x00" * (8 - size)
-        rest = np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64) << U64(shift)
+        return self._restore_rests(top, np.frombuffer(b"".join(pad + p for p in payloads), dtype=">u8").astype(U64)
+                                   << U64(shift))
+
+    def decode_values(self, top: bytes, values: np.ndarray) -> np.ndarray:
+        """``decode`` of payloads given as the integers their bytes encode (``payload_values``)."""
+        return self._restore_rests(top, values.astype(U64) << U64(self.kept_low))
+
+    def _restore_rests(self, top: bytes, rest: np.ndarray) -> np.ndarray:
         low, width = self.low, self.width
         block = U64(int.from_bytes(top, "big") << low)
         below = rest & U64((1 << low) - 1)

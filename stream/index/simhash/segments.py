@@ -103,6 +103,21 @@ class PendingEntries:
                 zip(keys, (starts * row_len).tolist(), ends.tolist(), strict=True)]
 
 
+def segment_arrays(values: list[bytes], payload_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of segments as (handles, payload values), uint64, in handle order, one row per handle
+    (a crash's redone entries may repeat rows, always with the same payload)."""
+    rows = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(-1, HANDLE_LEN + payload_len)
+    handles, first = np.unique(_integers(rows[:, :HANDLE_LEN]), return_index=True)
+    return handles, _integers(rows[:, HANDLE_LEN:])[first]
+
+
+def _integers(matrix: np.ndarray) -> np.ndarray:
+    """Each row of a uint8 matrix (at most 8 columns) as a big-endian integer."""
+    padded = np.zeros((len(matrix), 8), dtype=np.uint8)
+    padded[:, 8 - matrix.shape[1] :] = matrix
+    return padded.view(">u8").ravel().astype(np.uint64)
+
+
 def segment_rows(value: bytes, payload_len: int) -> list[tuple[int, bytes]]:
     """(handle, payload) of each row of a segment."""
     row_len = HANDLE_LEN + payload_len

@@ -40,7 +40,7 @@ from stream.index.records import HANDLE_LEN, handle_bytes
 from stream.index.simhash.buckets import Bucket, SplitBucket, take
 from stream.index.simhash.cache import BucketCache
 from stream.index.simhash.schemes import BlockScheme, BlockSource, DescentState
-from stream.index.simhash.segments import COMPACT_SEGMENTS, SEGMENT_TAG, root_entries
+from stream.index.simhash.segments import COMPACT_SEGMENTS, SEGMENT_TAG, root_entries, segment_arrays
 from stream.index.simhash.stats import StatsRecorder
 from stream.storage import KVStore, WriteOp
 
@@ -166,7 +166,11 @@ class BucketTable:
             bucket = Bucket()
             cache.put(key, bucket)
             return bucket
-        split_nodes, pairs = self._stored(key)
+        scanned = list(self.store.scan_prefix(key))
+        segment_prefix = key + SEGMENT_TAG
+        if all(stored_key.startswith(segment_prefix) for stored_key, _ in scanned):
+            return self._load_segments(key, scanned)
+        split_nodes, pairs = self._stored(key, scanned)
         handles = array("Q", [handle for handle, _ in pairs])
         payloads = [payload for _, payload in pairs]
         scheme, top = self.scheme, key[1:]
@@ -191,14 +195,31 @@ class BucketTable:
         cache.put(key, node)
         return node
 
-    def _stored(self, key: bytes) -> tuple[set[bytes], list[tuple[int, bytes]]]:
+    def _load_segments(self, key: bytes, scanned: list[tuple[bytes, bytes]]) -> Bucket:
+        """``_load`` of an unsplit top-level bucket whose stored entries are all in segments (the
+        batch path's): decoded as arrays, with no Python step per entry."""
+        handles, values = segment_arrays([value for _, value in scanned], self.scheme.payload_len)
+        if len(scanned) > COMPACT_SEGMENTS and self.new_seq is not None:
+            self._compact(key, [(int(h), int(v).to_bytes(self.scheme.payload_len, "big"))
+                                for h, v in zip(handles.tolist(), values.tolist(), strict=True)],
+                          [stored_key for stored_key, _ in scanned])
+        bucket = Bucket()
+        if len(handles):
+            bucket.handles = array("Q", handles.tobytes())
+            bucket.fps = array("Q", self.scheme.decode_values(key[1:], values).tobytes())
+            bucket.refused_at = self.cache.refused.get(key, 0)
+        self.cache.put(key, bucket)
+        return bucket
+
+    def _stored(self, key: bytes, scanned: list[tuple[bytes, bytes]] | None = None,
+                ) -> tuple[set[bytes], list[tuple[int, bytes]]]:
         """The split markers under top-level bucket ``key`` and its live entries in the store
-        (simhash/segments.py), in handle order. An unsplit one with tombstones or many segments is
-        rewritten as one segment first."""
+        (simhash/segments.py; ``scanned``: its keys, if the caller scanned them), in handle order. An
+        unsplit one with tombstones or many segments is rewritten as one segment first."""
         split_nodes: set[bytes] = set()
         kept: list[tuple[bytes, bytes]] = []
         entry_prefix, segment_prefix = key + ENTRY_TAG, key + SEGMENT_TAG
-        for stored_key, value in self.store.scan_prefix(key):
+        for stored_key, value in self.store.scan_prefix(key) if scanned is None else scanned:
             if stored_key.startswith(entry_prefix) or stored_key.startswith(segment_prefix):
                 kept.append((stored_key, value))
             else:
