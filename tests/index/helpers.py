@@ -89,7 +89,7 @@ def stored_contents(index: BlockIndex) -> dict[bytes, bytes]:
 
 def logical_contents(store: KVStore, schemes: Sequence[BlockScheme]) -> dict[bytes, bytes]:
     """A block index's store, metadata left out, with every top-level bucket's entries as the entry
-    keys they stand for (segments and tombstones resolved: simhash/segments.py)."""
+    keys they stand for (segments and tombstones resolved: stream/index/simhash/segments.py)."""
     out: dict[bytes, bytes] = {}
     by_root: dict[bytes, list[tuple[bytes, bytes]]] = defaultdict(list)
     for key, value in store.scan_prefix(b""):

@@ -204,7 +204,8 @@ def test_an_index_on_a_callers_store_reads_what_others_wrote() -> None:
     writer = BlockIndex(k=3, store=store)
     docs = make_set(6, 3, 100, "uniform")
     writer.insert_many(list(docs.values()), list(docs))
-    writer.write_pending()  # the batch path's entries reach the store a root at a time (simhash/segments.py)
+    # the batch path's entries reach the store a root at a time (stream/index/simhash/segments.py)
+    writer.write_pending()
     assert not reader.cache.complete
     for query in list(docs.values())[:20]:
         assert {h.doc_id for h in reader.query_many([query])[0]} == set(brute_force(docs, query, 3))

@@ -39,7 +39,7 @@ def test_every_changelog_prefix_plus_redelivery_is_lossless() -> None:
 @pytest.mark.parametrize("entry_limit", [1 << 21, 24])
 def test_a_batch_cut_anywhere_and_redelivered_is_lossless(entry_limit: int) -> None:
     """``insert_many`` writes a batch's records, expiry keys and doc ids; its SimHash entries stay
-    pending until ``entry_limit`` of them make a checkpoint (simhash/segments.py). Cut its log after
+    pending until ``entry_limit`` of them make a checkpoint (stream/index/simhash/segments.py). Cut its log after
     every record, recover (the open redoes the entries of the records after the watermark), redeliver
     the batch: every query equals brute force."""
     rng = random.Random(3)

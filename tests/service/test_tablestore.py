@@ -70,7 +70,7 @@ def test_doc_ids_and_expiry_keys_are_not_logged_and_rebuild_to_the_same_state(tm
     assert index.stats().splits > 0
     assert not [key for key, _ in out.log if key[0] in DERIVED_NAMESPACES]
     recovered, reopened, _ = recover(tmp_path / "taken-over", out.log)
-    # the open redid the entries of the records after the watermark (simhash/segments.py): the same
+    # the open redid the entries of the records after the watermark (stream/index/simhash/segments.py): the same
     # entries, maybe in segments
     assert contents(recovered) == contents(store)
     for i, (doc_id, fp) in enumerate(list(docs.items())[1:], start=1):  # payloads come back with the hits
@@ -99,7 +99,7 @@ def test_redelivery_after_recovery_writes_nothing(tmp_path: Path) -> None:
     for doc_id, fp in docs.items():
         index.insert(fp, doc_id)
     _, recovered, log = recover(tmp_path / "next", out.log)
-    log.log.clear()  # what the open wrote: the entries redone after the watermark (simhash/segments.py)
+    log.log.clear()  # what the open wrote: the entries redone after the watermark (stream/index/simhash/segments.py)
     for doc_id, fp in docs.items():
         recovered.insert(fp, doc_id)
     assert log.log == []
