@@ -123,7 +123,7 @@ class BandTables:
         tags, handles = self._log_tags[: self._logged], self._log_handles[: self._logged]
         self.dead += self._logged - len(self.memtable)  # logged, then removed from the memtable
         run = SortedRun.write(self._run_path(), sorted_chunks(tags, handles), len(tags))
-        self.memtable = BandMap()
+        self.memtable = BandMap(self.memtable_entries)
         self._logged = 0
         while self.runs and self.runs[-1].count <= 2 * run.count:
             older = self.runs.pop()
