@@ -1,18 +1,20 @@
 """The batch path's SimHash entries, kept in memory and written a root at a time (``PendingEntries``).
 
-A batch of new documents used to write one store key per document and SimHash table (4 of an
-insert's 7 keys): at 10M documents a quarter of the time went to RocksDB's write of those keys and
-their compactions (docs/decisions/index-partition-at-10m.md). The batch path now appends them here
-instead; they reach the store as *segments*, one key per top-level bucket holding every pending
-entry of it (``root + SEGMENT_TAG + seq``: handle(5) + payload rows, in handle order):
+One store key per document and SimHash table would be 4 of an insert's 7 keys, and at 10M documents
+RocksDB's writes and compactions of them took a quarter of the time
+(docs/decisions/simhash-entry-segments.md). So the batch path appends its entries here, and they
+reach the store as *segments*, one key per top-level bucket holding every pending entry of it
+(``root + SEGMENT_TAG + seq``: handle(5) + payload rows, in handle order):
 - at a checkpoint, once ``limit`` entries are pending, and on ``close``: every root's, then the
   watermark (``WATERMARK_KEY``: every document with a smaller handle has its entries in the store);
-- when the cache evicts a root (``write_back``): that root's, so an uncached root is whole in the store.
+- when the cache evicts a root, or before a root splits (``IndexState.write_back``): that root's, so
+  an uncached root is whole in the store and a split reads all of it.
 
-What a crash loses is redone on open (``replay_ops``): the entries of every record from the watermark on.
-A root's segments are read with its entry keys (``root_entries``): an entry key overrides a segment's
-row of the same handle, and an entry key with an empty value is a deleted entry (a tombstone). A root
-is rewritten as one segment (``compaction_ops``) when a load finds tombstones or many segments.
+What a crash loses is redone on open (``IndexState.replay_entries``): the entries of every record
+from the watermark on. A root's segments are read with its entry keys (``root_entries``): an entry
+key overrides a segment's row of the same handle, and an entry key with an empty value is a deleted
+entry (a tombstone). A root is rewritten as one segment (``BucketTable._compact``) when a load finds
+tombstones or more than ``COMPACT_SEGMENTS`` segments.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from stream.index.records import CONFIG_KEY, HANDLE_KEY, HANDLE_LEN, HANDLE_NS, 
 from stream.storage import KVStore, WriteOp
 
 SEGMENT_TAG = b"g"
-SEQ_LEN = HANDLE_LEN  # a segment's sequence number is a handle taken for it: never reused
 WATERMARK_KEY = META_NS + b"entries"
 DEFAULT_LIMIT = 1 << 21  # pending entries before a checkpoint: ~512k documents of 4 tables, ~50 MB
 KEYS_ONLY_VERSION = 8  # the format before segments
