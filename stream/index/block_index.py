@@ -89,8 +89,9 @@ class BlockIndex:
             # table) may expect each write at once, and a MemoryStore gains nothing.
             write_buffer = DEFAULT_WRITE_BUFFER if owns_store and path is not None else 0
         kv = BufferedStore(self.store, write_buffer) if write_buffer > 0 else self.store
-        upgrade_keys_only(kv, index_config(k, bits, bands))
-        fresh = check_config(kv, index_config(k, bits, bands))
+        config = index_config(k, bits, bands)
+        upgrade_keys_only(kv, config)
+        fresh = check_config(kv, config)
         policy = SplitPolicy(mu=split_mu, cap=split_cap, min_split=min_split, enabled=resplit)
         # the band tables of an index on a RocksDB of its own, or given a directory, keep their older
         # entries in runs on disk

@@ -133,10 +133,11 @@ class IndexState:
     def write_back(self, roots: list[tuple[int, int]]) -> None:
         """The pending entries of ``roots`` ((table, block value)) into the store: they leave the cache."""
         assert self.pending is not None
-        if self.pending.count:
+        segments = self.pending.take_roots(roots, self.handles.next) if self.pending.count else []
+        if segments:  # numbered with the next handle: taken now, its reservation written first
             seq, ops = self.new_seq()
-            ops += self.pending.take_roots(roots, seq)
-            self.kv.write_ops(ops)
+            assert seq == self.handles.next - 1
+            self.kv.write_ops([*ops, *segments])
 
     def write_back_root(self, key: bytes) -> None:
         self.write_back([(key[0], int.from_bytes(key[1:], "big"))])
@@ -163,10 +164,11 @@ class IndexState:
             fingerprints.append(record_fingerprint(value))
             masks.append(int.from_bytes(value[RECORD_HEAD.size : self.codec.head], "little"))
         fps, mask = np.array(fingerprints, dtype=np.uint64), np.array(masks, dtype=np.uint64)
+        handle_array = np.array(handles, dtype=np.uint64)
         for t, scheme in enumerate(self.layout.simhash):
             has = (mask >> np.uint64(t)) & np.uint64(1) == 1
-            self.pending.add(t, self.layout.block_values(t, fps[has]), np.array(handles, dtype=np.uint64)[has],
-                             scheme.payload_values(fps[has]))
+            values = fps[has]
+            self.pending.add(t, self.layout.block_values(t, values), handle_array[has], scheme.payload_values(values))
         if handles:
             self.checkpoint_entries()
         return len(handles)
